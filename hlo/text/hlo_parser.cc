@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <memory>
 #include <functional>
 #include <limits>
 #include <string>
@@ -273,7 +275,13 @@ struct NameRef {
 };
 
 struct PendingInstruction {
-  xla::HloInstructionProto proto;
+  PendingInstruction() : owned(new xla::HloInstructionProto()), proto(*owned) {}
+  PendingInstruction(const PendingInstruction&) = delete;
+  PendingInstruction& operator=(const PendingInstruction&) = delete;
+
+  // Allocated once and handed to the module without copying or swapping.
+  std::unique_ptr<xla::HloInstructionProto> owned;
+  xla::HloInstructionProto& proto;
   size_t pos = 0;  // Start of the instruction name.
   std::vector<NameRef> operands;
   std::vector<NameRef> control_predecessors;
@@ -290,7 +298,7 @@ struct PendingComputation {
   size_t pos = 0;
   bool is_entry = false;
   std::string execution_thread = "main";
-  std::vector<PendingInstruction> instructions;
+  std::deque<PendingInstruction> instructions;  // Stable addresses, no moves on growth.
   absl::flat_hash_map<absl::string_view, int> by_name;
   int root = -1;
   size_t root_pos = 0;
@@ -515,7 +523,7 @@ class Parser {
                                float* single);
 
   HloLexer lexer_;
-  std::vector<PendingComputation> computations_;
+  std::deque<PendingComputation> computations_;
   bool is_scheduled_ = false;
   bool has_entry_layout_ = false;
   size_t entry_layout_pos_ = 0;
@@ -2130,28 +2138,39 @@ absl::Status Parser::ParseFloatValue(xla::PrimitiveType type, double* value,
     std::memcpy(single, &bits32, 4);
     return absl::OkStatus();
   }
-  char buffer[128];
-  std::string long_text;
-  const char* c_text;
-  if (text.size() < sizeof(buffer)) {
-    std::memcpy(buffer, text.data(), text.size());
-    buffer[text.size()] = '\0';
-    c_text = buffer;
-  } else {
-    long_text = std::string(text);
-    c_text = long_text.c_str();
+  const bool wide = type == xla::F64 || type == xla::C128;
+  absl::string_view unsigned_text = body;
+  const bool hex = absl::StartsWith(unsigned_text, "0x") ||
+                   absl::StartsWith(unsigned_text, "0X");
+  std::chars_format format = std::chars_format::general;
+  if (hex) {
+    unsigned_text.remove_prefix(2);
+    format = std::chars_format::hex;
   }
-  char* end = nullptr;
-  if (type == xla::F64 || type == xla::C128) {
-    *value = std::strtod(c_text, &end);
+  const char* first = unsigned_text.data();
+  const char* last = first + unsigned_text.size();
+  std::from_chars_result result;
+  if (wide) {
+    result = std::from_chars(first, last, *value, format);
+    if (negative) *value = -*value;
     *single = static_cast<float>(*value);
   } else {
-    // Read f32 (and narrower types) directly as float to avoid rounding twice.
-    *single = std::strtof(c_text, &end);
+    // f32 and narrower types read as float directly (no double rounding for
+    // f32; f16/bf16/f8 values printed by XLA are exact floats).
+    result = std::from_chars(first, last, *single, format);
+    if (negative) *single = -*single;
     *value = *single;
-    if (type != xla::F32 && type != xla::C64) *value = std::strtod(c_text, &end);
   }
-  if (end != c_text + text.size()) return ErrorAt(at, "bad number");
+  if (result.ec == std::errc::result_out_of_range) {
+    // Overflow reads as infinity, underflow as zero (like strtod).
+    const bool tiny = unsigned_text.find_first_of("eEpP") != absl::string_view::npos &&
+                      unsigned_text.find('-') != absl::string_view::npos;
+    const double magnitude = tiny ? 0.0 : HUGE_VAL;
+    *value = negative ? -magnitude : magnitude;
+    *single = static_cast<float>(*value);
+  } else if (result.ec != std::errc() || result.ptr != last) {
+    return ErrorAt(at, absl::StrCat("expected number, got '", text, "'"));
+  }
   return absl::OkStatus();
 }
 
@@ -2671,7 +2690,7 @@ absl::Status Parser::Resolve(xla::HloModuleProto* module) {
       for (int callee : instruction.called_index) {
         proto.add_called_computation_ids(computation_id[callee]);
       }
-      *out->add_instructions() = std::move(proto);
+      out->mutable_instructions()->AddAllocated(instruction.owned.release());
     }
   }
 
