@@ -6,14 +6,14 @@
 // arrived) and for idle-client sweeps.
 //
 // Thread safety: safe for concurrent use. Closures run on the timer thread,
-// one at a time; they must be short and must not block.
+// one at a time; they must be short and must not block. A closure may drop
+// the last reference to the queue itself (the thread then winds down on its
+// own instead of being joined).
 
 #include <functional>
-#include <map>
+#include <memory>
 #include <thread>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace tpu {
@@ -21,7 +21,7 @@ namespace tpu {
 class TimerQueue {
  public:
   TimerQueue();
-  // Joins the thread; closures whose deadline has not come are dropped.
+  // Stops the thread; closures whose deadline has not come are dropped.
   ~TimerQueue();
   TimerQueue(const TimerQueue&) = delete;
   TimerQueue& operator=(const TimerQueue&) = delete;
@@ -29,11 +29,11 @@ class TimerQueue {
   void Schedule(absl::Time deadline, std::function<void()> fn);
 
  private:
-  void Loop();
+  struct State;
+  static void Loop(std::shared_ptr<State> state);
 
-  absl::Mutex mu_;
-  std::multimap<absl::Time, std::function<void()>> timers_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Shared with the thread, so the thread may outlive this object.
+  std::shared_ptr<State> state_;
   std::thread thread_;
 };
 
