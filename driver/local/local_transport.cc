@@ -1,6 +1,5 @@
 #include "driver/local/local_transport.h"
 
-#include <thread>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -42,7 +41,7 @@ class LocalTransportStream : public TransportStream {
 
   ~LocalTransportStream() override {
     Cancel();
-    if (finisher_.joinable()) finisher_.join();
+    stream_.reset();  // No response callback runs after this.
   }
 
   bool Write(std::vector<OutgoingEntry>& batch) override {
@@ -65,12 +64,10 @@ class LocalTransportStream : public TransportStream {
   }
 
   void WritesDone() override {
-    // Worker::Finish blocks until everything in flight answered; do that off
-    // the writer thread, as a gRPC server would on its own.
-    finisher_ = std::thread([this] {
-      stream_->Finish();
-      state_->End(absl::OkStatus());
-    });
+    // The worker ends the stream once everything in flight was answered, as
+    // the gRPC service does after the client half-closes.
+    std::shared_ptr<StreamState> state = state_;
+    stream_->FinishAsync([state] { state->End(absl::OkStatus()); });
   }
 
   void Cancel() override {
@@ -86,8 +83,7 @@ class LocalTransportStream : public TransportStream {
  private:
   const std::shared_ptr<StreamState> state_;
   std::unique_ptr<WorkerStream> stream_;
-  bool cancelled_ ABSL_GUARDED_BY(state_->mu) = false;
-  std::thread finisher_;
+  bool cancelled_ = false;  // Guarded by state_->mu.
 };
 
 }  // namespace
