@@ -46,8 +46,7 @@ void StreamChannel::Submit(OutgoingEntry entry, PendingOp op) {
       refused = EndedStatus(wire_id);
     } else if (closing_) {
       refused = absl::FailedPreconditionError(absl::StrCat(
-          "operation ", EventId::FromInt(wire_id).ToString(),
-          " was issued while the TPU driver for ", address_, " was closing"));
+          EventId::FromInt(wire_id).ToString(), " was issued while the TPU driver for ", address_, " was closing"));
     } else {
       pending_.emplace(wire_id, std::move(op));
       queue_.push_back(std::move(entry));
@@ -149,8 +148,8 @@ void StreamChannel::CompleteFromResponse(
     if (!entry.has_transfer_from() ||
         static_cast<int64_t>(data.size()) != op.transfer_bytes) {
       status = absl::DataLossError(absl::StrCat(
-          "transfer from device ", op.event->id().ToString(), " on ", name_,
-          " of ", address_, ": expected ", op.transfer_bytes,
+          "transfer from device (", op.event->id().ToString(), ") on ",
+          name_, " of ", address_, ": expected ", op.transfer_bytes,
           " bytes, received ",
           entry.has_transfer_from() ? absl::StrCat(data.size())
                                     : std::string("no data")));
@@ -176,15 +175,14 @@ void StreamChannel::OnDone(const absl::Status& status) {
 absl::Status StreamChannel::EndedStatus(uint64_t wire_id) {
   const std::string op = EventId::FromInt(wire_id).ToString();
   if (shut_down_) {
-    return absl::Status(shutdown_code_, absl::StrCat("operation ", op,
-                                                     " did not complete: ",
+    return absl::Status(shutdown_code_, absl::StrCat(op, " did not complete: ",
                                                      shutdown_reason_));
   }
   return absl::UnavailableError(absl::StrCat(
       "TPU worker ", address_, " went away: its ", name_, " stream ended (",
       end_status_.ok() ? std::string("closed by the worker")
                        : end_status_.ToString(),
-      ") before operation ", op, " completed"));
+      ") before ", op, " completed"));
 }
 
 void StreamChannel::FailAllPending() {
