@@ -28,6 +28,9 @@ StreamChannel::StreamChannel(std::string name, std::string address,
     OnResponse(response);
   };
   callbacks.on_done = [this](const absl::Status& status) { OnDone(status); };
+  callbacks.transfer_destination = [this](uint64_t wire_id, int64_t bytes) {
+    return TransferDestination(wire_id, bytes);
+  };
   stream_ = transport_->OpenStream(std::move(callbacks));
   writer_ = std::thread([this] { WriterLoop(); });
 }
@@ -140,10 +143,24 @@ void StreamChannel::OnResponse(const tpu_driver::StreamResponse& response) {
   }
 }
 
+void* StreamChannel::TransferDestination(uint64_t wire_id, int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  auto it = pending_.find(wire_id);
+  if (it == pending_.end() || it->second.transfer_bytes != bytes ||
+      it->second.transfer_dst == nullptr) {
+    return nullptr;  // Unknown or wrong size: checked with the response.
+  }
+  // Safe to write outside the lock: the operation completes (and its
+  // destination may be released) only on this same thread, after this copy,
+  // or once the transport is gone.
+  it->second.delivered = true;
+  return it->second.transfer_dst;
+}
+
 void StreamChannel::CompleteFromResponse(
     PendingOp op, const tpu_driver::StreamResponse::Entry& entry) {
   absl::Status status = StatusFromWire(entry.status());
-  if (status.ok() && op.transfer_bytes >= 0) {
+  if (status.ok() && op.transfer_bytes >= 0 && !op.delivered) {
     const std::string& data = entry.transfer_from().data();
     if (!entry.has_transfer_from() ||
         static_cast<int64_t>(data.size()) != op.transfer_bytes) {
