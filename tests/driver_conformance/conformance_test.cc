@@ -526,8 +526,13 @@ TEST_P(DriverConformanceTest, ConcurrentClientsOfOneDriver) {
                                            {out.get()}, OneReplicaOn(c),
                                            {ta.get(), tb.get()});
         std::vector<float> back(32);
-        auto read = driver_->TransferFromDevice(out.get(), back.data(), {});
-        bool ok = Wait(read).ok();
+        // Naming `out` orders the read after out's allocation only: the
+        // execute is an explicit dependency.
+        auto read =
+            driver_->TransferFromDevice(out.get(), back.data(), {run.get()});
+        absl::Status status = Wait(read);
+        EXPECT_TRUE(status.ok()) << status;
+        bool ok = status.ok();
         for (auto* h : {&a, &b, &out}) {
           ok = Wait(driver_->Deallocate(std::move(*h), {read.get()})).ok() &&
                ok;
