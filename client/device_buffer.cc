@@ -15,10 +15,11 @@ bool IsComplete(Event* event) {
 
 }  // namespace
 
-DeviceBuffer::DeviceBuffer(std::shared_ptr<TpuClient> client, int device_id,
-                           std::unique_ptr<BufferHandle> handle, bool is_tuple,
-                           std::vector<std::shared_ptr<Event>> definition_events,
-                           std::vector<std::shared_ptr<DeviceBuffer>> children)
+DeviceBuffer::DeviceBuffer(
+    std::shared_ptr<TpuClient> client, int device_id,
+    std::unique_ptr<BufferHandle> handle, bool is_tuple,
+    std::vector<std::shared_ptr<Event>> definition_events,
+    std::vector<std::shared_ptr<DeviceBuffer>> children)
     : client_(std::move(client)),
       device_id_(device_id),
       handle_(std::move(handle)),
@@ -50,12 +51,11 @@ std::vector<std::shared_ptr<Event>> DeviceBuffer::definition_events() const {
 
 void DeviceBuffer::AddReadEvent(std::shared_ptr<Event> event) {
   absl::MutexLock lock(&mu_);
-  read_events_.erase(
-      std::remove_if(read_events_.begin(), read_events_.end(),
-                     [](const std::shared_ptr<Event>& e) {
-                       return IsComplete(e.get());
-                     }),
-      read_events_.end());
+  read_events_.erase(std::remove_if(read_events_.begin(), read_events_.end(),
+                                    [](const std::shared_ptr<Event>& e) {
+                                      return IsComplete(e.get());
+                                    }),
+                     read_events_.end());
   read_events_.push_back(std::move(event));
 }
 

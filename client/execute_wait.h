@@ -36,10 +36,10 @@ absl::Status ExecuteDeadlineExceeded(absl::Duration max_time);
 // failed event (the reference reports the first failing replica), or
 // DEADLINE_EXCEEDED if they are not all done after `max_time`.
 // REQUIRES: every element of `events` is non-null.
-absl::Status AwaitExecution(
-    const std::vector<std::shared_ptr<Event>>& events,
-    absl::Duration warn_interval, absl::Duration max_time,
-    const std::function<void(absl::string_view)>& warn);
+absl::Status AwaitExecution(const std::vector<std::shared_ptr<Event>>& events,
+                            absl::Duration warn_interval,
+                            absl::Duration max_time,
+                            const std::function<void(absl::string_view)>& warn);
 
 }  // namespace tpu
 

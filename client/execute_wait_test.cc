@@ -30,7 +30,8 @@ class ManualEvent : public Event {
         &status_));
     return *status_;
   }
-  std::optional<absl::Status> AwaitWithTimeout(absl::Duration timeout) override {
+  std::optional<absl::Status> AwaitWithTimeout(
+      absl::Duration timeout) override {
     absl::MutexLock lock(&mu_);
     mu_.AwaitWithTimeout(
         absl::Condition(

@@ -42,10 +42,10 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> CreateArray(
     event->AddCallback([keep_alive = *literal](absl::Status) {});
     definition.push_back(std::move(event));
   }
-  return std::make_shared<DeviceBuffer>(client, device_id, std::move(handle),
-                                        /*is_tuple=*/false,
-                                        std::move(definition),
-                                        std::vector<std::shared_ptr<DeviceBuffer>>{});
+  return std::make_shared<DeviceBuffer>(
+      client, device_id, std::move(handle),
+      /*is_tuple=*/false, std::move(definition),
+      std::vector<std::shared_ptr<DeviceBuffer>>{});
 }
 
 // A tuple over `children`; it waits for every child's definition events.
@@ -62,10 +62,9 @@ std::shared_ptr<DeviceBuffer> CreateTuple(
   }
   std::unique_ptr<BufferHandle> handle = client->driver()->AllocateTuple(
       device_id, tpu_driver::MemoryRegion::HBM, handles, {});
-  return std::make_shared<DeviceBuffer>(client, device_id, std::move(handle),
-                                        /*is_tuple=*/true,
-                                        std::move(definition),
-                                        std::move(children));
+  return std::make_shared<DeviceBuffer>(
+      client, device_id, std::move(handle),
+      /*is_tuple=*/true, std::move(definition), std::move(children));
 }
 
 // Allocates `shape` recursively; array leaves are filled from `literal` when
@@ -87,10 +86,9 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> CreateRecursive(
 }
 
 // Collects the array leaves of `buffer` in order, with their shapes.
-void CollectLeaves(const Shape& shape,
-                   const std::shared_ptr<DeviceBuffer>& buffer,
-                   std::vector<std::pair<Shape, std::shared_ptr<DeviceBuffer>>>*
-                       leaves) {
+void CollectLeaves(
+    const Shape& shape, const std::shared_ptr<DeviceBuffer>& buffer,
+    std::vector<std::pair<Shape, std::shared_ptr<DeviceBuffer>>>* leaves) {
   if (!shape.IsTuple()) {
     leaves->emplace_back(shape, buffer);
     return;
@@ -125,9 +123,9 @@ absl::Status CheckBufferShape(const Shape& shape) {
     return absl::InvalidArgumentError(k64BitUnsupportedMessage);
   }
   if (!shape.IsArray()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a TPU buffer holds arrays and tuples of arrays; ", shape.ToString(),
-        " cannot be stored in one"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a TPU buffer holds arrays and tuples of arrays; ",
+                     shape.ToString(), " cannot be stored in one"));
   }
   return absl::OkStatus();
 }
@@ -171,8 +169,8 @@ absl::StatusOr<std::unique_ptr<TpuBuffer>> TpuBuffer::MakeTuple(
   for (size_t i = 0; i < elements.size(); ++i) {
     std::shared_ptr<DeviceBuffer> child = elements[i]->device_buffer();
     if (child == nullptr) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "MakeTuple: element %d is a deleted buffer", i));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("MakeTuple: element %d is a deleted buffer", i));
     }
     if (child->device_id() != device_id) {
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -268,7 +266,8 @@ absl::Status TpuBuffer::CopyToHostAsync() {
 
   for (size_t i = 0; i < leaves.size(); ++i) {
     const std::shared_ptr<DeviceBuffer>& buffer = leaves[i].second;
-    std::vector<std::shared_ptr<Event>> definition = buffer->definition_events();
+    std::vector<std::shared_ptr<Event>> definition =
+        buffer->definition_events();
     std::vector<Event*> wait_for;
     for (const auto& e : definition) wait_for.push_back(e.get());
     std::shared_ptr<Event> transfer = client_->driver()->TransferFromDevice(
@@ -323,9 +322,9 @@ TpuBuffer::DestructureTuple() {
   }
   std::vector<std::unique_ptr<TpuBuffer>> results;
   for (int64_t i = 0; i < on_host_shape_.tuple_size(); ++i) {
-    results.push_back(std::make_unique<TpuBuffer>(
-        on_host_shape_.tuple_shapes()[i], buffer->children()[i], client_,
-        device_));
+    results.push_back(
+        std::make_unique<TpuBuffer>(on_host_shape_.tuple_shapes()[i],
+                                    buffer->children()[i], client_, device_));
   }
   return results;
 }
@@ -353,8 +352,7 @@ absl::StatusOr<std::unique_ptr<TpuBuffer>> TpuBuffer::CopyToDevice(
   std::unique_ptr<BufferHandle> dst_handle =
       driver->Allocate(dst_device_id, tpu_driver::MemoryRegion::HBM,
                        on_host_shape_.ToProto(), {});
-  std::vector<std::shared_ptr<Event>> src_definition =
-      src->definition_events();
+  std::vector<std::shared_ptr<Event>> src_definition = src->definition_events();
   std::vector<Event*> wait_for;
   for (const auto& e : src_definition) wait_for.push_back(e.get());
   std::shared_ptr<Event> copy = driver->TransferFromDeviceToDevice(

@@ -47,8 +47,7 @@ class TpuBuffer {
   // The literal's bytes are shared, not copied, until the transfer is done;
   // the caller may drop or modify its Literal right away (copy on write).
   static absl::StatusOr<std::unique_ptr<TpuBuffer>> FromLiteral(
-      const Literal& literal, std::shared_ptr<TpuClient> client,
-      int device_id);
+      const Literal& literal, std::shared_ptr<TpuClient> client, int device_id);
 
   // Allocates an uninitialized buffer of `shape` on `device_id`; a tuple
   // shape allocates every element, recursively, and the tuple over them.

@@ -15,9 +15,8 @@ absl::StatusOr<std::vector<std::shared_ptr<TpuDevice>>> DevicesFromSystemInfo(
     const tpu_driver::SystemInfo& info) {
   std::vector<std::shared_ptr<TpuDevice>> devices;
   for (const tpu_driver::TpuChipInfo& chip : info.tpu_chip()) {
-    const std::array<int, 3> coords = {chip.chip_coord().x(),
-                                       chip.chip_coord().y(),
-                                       chip.chip_coord().z()};
+    const std::array<int, 3> coords = {
+        chip.chip_coord().x(), chip.chip_coord().y(), chip.chip_coord().z()};
     for (const tpu_driver::TpuCoreInfo& core : chip.core()) {
       devices.push_back(std::make_shared<TpuDevice>(
           core.id(), chip.host_id(), coords, core.core_on_chip_index()));

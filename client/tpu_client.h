@@ -34,8 +34,8 @@ class TpuClient : public std::enable_shared_from_this<TpuClient> {
   // Opens the driver for `address` ("grpc://host:port", "local://", ...; the
   // driver for the scheme must be linked in) and queries its topology.
   // Errors: the driver's (INVALID_ARGUMENT for an unknown scheme, UNAVAILABLE
-  // when nothing answers within options.connection_timeout); FAILED_PRECONDITION
-  // if the system has no core on this host.
+  // when nothing answers within options.connection_timeout);
+  // FAILED_PRECONDITION if the system has no core on this host.
   static absl::StatusOr<std::shared_ptr<TpuClient>> Get(
       absl::string_view address, const ClientOptions& options = {});
 

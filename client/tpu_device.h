@@ -17,7 +17,10 @@ class TpuDevice {
  public:
   TpuDevice(int id, int host_id, const std::array<int, 3>& coords,
             int core_on_chip)
-      : id_(id), host_id_(host_id), coords_(coords), core_on_chip_(core_on_chip) {}
+      : id_(id),
+        host_id_(host_id),
+        coords_(coords),
+        core_on_chip_(core_on_chip) {}
 
   TpuDevice(const TpuDevice&) = delete;
   TpuDevice& operator=(const TpuDevice&) = delete;

@@ -65,7 +65,8 @@ absl::StatusOr<std::unique_ptr<TpuExecutable>> TpuExecutable::Compile(
 
   std::vector<Shape> parameter_shapes;
   for (int i = 0; i < program_shape->parameters_size(); ++i) {
-    absl::StatusOr<Shape> shape = Shape::FromProto(program_shape->parameters(i));
+    absl::StatusOr<Shape> shape =
+        Shape::FromProto(program_shape->parameters(i));
     if (!shape.ok()) {
       return absl::InternalError(absl::StrFormat(
           "the compiler reported an invalid shape for parameter %d: %s", i,
@@ -73,7 +74,8 @@ absl::StatusOr<std::unique_ptr<TpuExecutable>> TpuExecutable::Compile(
     }
     parameter_shapes.push_back(*std::move(shape));
   }
-  absl::StatusOr<Shape> result_shape = Shape::FromProto(program_shape->result());
+  absl::StatusOr<Shape> result_shape =
+      Shape::FromProto(program_shape->result());
   if (!result_shape.ok()) {
     return absl::InternalError(
         absl::StrFormat("the compiler reported an invalid result shape: %s",
@@ -131,7 +133,8 @@ void TpuExecutable::Delete() {
   for (size_t i = 0; i < programs_.size(); ++i) {
     if (programs_[i] == nullptr) continue;
     std::vector<Event*> wait_for;
-    if (last_execution_[i] != nullptr && !IsComplete(last_execution_[i].get())) {
+    if (last_execution_[i] != nullptr &&
+        !IsComplete(last_execution_[i].get())) {
       wait_for.push_back(last_execution_[i].get());
     }
     client_->driver()->UnloadProgram(std::move(programs_[i]), wait_for);
@@ -157,9 +160,9 @@ absl::Status TpuExecutable::CheckArguments(
     expected = parameter_shapes_[0].tuple_shapes();
   }
   if (arguments.size() != expected.size()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "replica %d got %d arguments but the program takes %d", replica,
-        arguments.size(), expected.size()));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("replica %d got %d arguments but the program takes %d",
+                        replica, arguments.size(), expected.size()));
   }
   for (size_t i = 0; i < arguments.size(); ++i) {
     if (arguments[i] == nullptr || arguments[i]->IsDeleted()) {
@@ -302,11 +305,11 @@ TpuExecutable::ExecutePerReplica(
   std::vector<absl::StatusOr<Launched>> launches(num_local);
   absl::BlockingCounter counter(num_local);
   for (int i = 0; i < num_local; ++i) {
-    client_->thread_pool()->Schedule([this, i, &arguments, &launches,
-                                      &counter] {
-      launches[i] = Launch(i, arguments[i]);
-      counter.DecrementCount();
-    });
+    client_->thread_pool()->Schedule(
+        [this, i, &arguments, &launches, &counter] {
+          launches[i] = Launch(i, arguments[i]);
+          counter.DecrementCount();
+        });
   }
   counter.Wait();
 

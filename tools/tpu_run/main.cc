@@ -66,8 +66,8 @@ int main(int argc, char** argv) {
   std::cout.flush();
   if (!status.ok()) {
     // One line, whatever the message holds.
-    std::string line = absl::StrReplaceAll(
-        status.ToString(), {{"\r", " "}, {"\n", "; "}});
+    std::string line =
+        absl::StrReplaceAll(status.ToString(), {{"\r", " "}, {"\n", "; "}});
     std::cerr << "tpu_run: error: " << line << std::endl;
     return 1;
   }

@@ -58,10 +58,12 @@ TEST(ModuleFileTest, RejectsOtherBytes) {
 }
 
 TEST(ModuleFileTest, TellsTextFromBinary) {
-  EXPECT_TRUE(LooksLikeHloText("HloModule m\n\nENTRY e { ROOT c = f32[] "
-                               "constant(1) }\n"));
-  EXPECT_TRUE(LooksLikeHloText("// dumped by XLA\nHloModule m, "
-                               "entry_computation_layout={()->f32[]}\n"));
+  EXPECT_TRUE(
+      LooksLikeHloText("HloModule m\n\nENTRY e { ROOT c = f32[] "
+                       "constant(1) }\n"));
+  EXPECT_TRUE(
+      LooksLikeHloText("// dumped by XLA\nHloModule m, "
+                       "entry_computation_layout={()->f32[]}\n"));
   EXPECT_FALSE(LooksLikeHloText(TinyModule().SerializeAsString()));
   EXPECT_FALSE(LooksLikeHloText("just some text"));
 }

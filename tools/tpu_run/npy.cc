@@ -90,7 +90,8 @@ class HeaderParser {
     }
     const char quote = text_[pos_++];
     const size_t end = text_.find(quote, pos_);
-    if (end == absl::string_view::npos) return HeaderError("unterminated string");
+    if (end == absl::string_view::npos)
+      return HeaderError("unterminated string");
     std::string s(text_.substr(pos_, end - pos_));
     pos_ = end + 1;
     return s;
@@ -185,8 +186,8 @@ absl::StatusOr<NpyDtype> DtypeFromDescr(absl::string_view descr) {
               dtype.item_size == 4 || dtype.item_size == 8;
       break;
     case 'f':
-      known = dtype.item_size == 2 || dtype.item_size == 4 ||
-              dtype.item_size == 8;
+      known =
+          dtype.item_size == 2 || dtype.item_size == 4 || dtype.item_size == 8;
       break;
     case 'c':
       known = dtype.item_size == 8 || dtype.item_size == 16;
@@ -200,10 +201,10 @@ absl::StatusOr<NpyDtype> DtypeFromDescr(absl::string_view descr) {
         "'; use bool, (u)int8..64, float16/32/64 or complex64/128"));
   }
   if (order == '>' && dtype.item_size > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "big-endian .npy data ('", descr,
-        "') is not supported; re-save it little-endian, e.g. with "
-        "a.astype(a.dtype.newbyteorder('<'))"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("big-endian .npy data ('", descr,
+                     "') is not supported; re-save it little-endian, e.g. with "
+                     "a.astype(a.dtype.newbyteorder('<'))"));
   }
   return dtype;
 }
@@ -282,7 +283,8 @@ absl::StatusOr<NpyArray> ParseNpy(absl::string_view contents) {
   auto fortran = dict->find("fortran_order");
   auto shape = dict->find("shape");
   if (descr == dict->end() || fortran == dict->end() || shape == dict->end()) {
-    return HeaderError("it needs the keys 'descr', 'fortran_order' and 'shape'");
+    return HeaderError(
+        "it needs the keys 'descr', 'fortran_order' and 'shape'");
   }
   if (descr->second.kind == HeaderValue::kList) {
     return absl::InvalidArgumentError(
@@ -322,9 +324,9 @@ absl::StatusOr<NpyArray> ParseNpy(absl::string_view contents) {
 }
 
 std::string SerializeNpy(const NpyArray& array) {
-  std::string dict = absl::StrCat("{'descr': '", array.dtype.Descr(),
-                                  "', 'fortran_order': False, 'shape': ",
-                                  array.ShapeString(), ", }");
+  std::string dict = absl::StrCat(
+      "{'descr': '", array.dtype.Descr(),
+      "', 'fortran_order': False, 'shape': ", array.ShapeString(), ", }");
   // Magic (6) + version (2) + length (2 or 4) + dict + padding + '\n' is a
   // multiple of 64.
   auto padded = [&](size_t prefix) {
@@ -371,8 +373,8 @@ absl::StatusOr<NpyArray> ReadNpyFile(const std::string& path) {
 absl::Status WriteNpyFile(const std::string& path, const NpyArray& array) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, ": cannot create: ", std::strerror(errno)));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": cannot create: ", std::strerror(errno)));
   }
   const std::string bytes = SerializeNpy(array);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -38,9 +38,9 @@ TEST(NpyTest, SerializesExactlyLikeNumpy) {
   array.shape = {2, 3};
   array.data = FloatBytes({0, 1, 2, 3, 4, 5});
   const std::string bytes = SerializeNpy(array);
-  const std::string expected = NpyV1(
-      "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
-      array.data);
+  const std::string expected =
+      NpyV1("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+            array.data);
   EXPECT_EQ(bytes, expected);
   EXPECT_EQ((bytes.size() - array.data.size()) % 64, 0u);
   EXPECT_EQ(bytes.size(), 128u + 24u);
@@ -56,10 +56,9 @@ TEST(NpyTest, ShapesPrintLikePython) {
 }
 
 TEST(NpyTest, RoundTripsEveryDtype) {
-  const NpyDtype dtypes[] = {{'b', 1}, {'i', 1}, {'i', 2}, {'i', 4},
-                             {'i', 8}, {'u', 1}, {'u', 2}, {'u', 4},
-                             {'u', 8}, {'f', 2}, {'f', 4}, {'f', 8},
-                             {'c', 8}, {'c', 16}};
+  const NpyDtype dtypes[] = {{'b', 1}, {'i', 1}, {'i', 2}, {'i', 4}, {'i', 8},
+                             {'u', 1}, {'u', 2}, {'u', 4}, {'u', 8}, {'f', 2},
+                             {'f', 4}, {'f', 8}, {'c', 8}, {'c', 16}};
   for (const NpyDtype& dtype : dtypes) {
     NpyArray array;
     array.dtype = dtype;
@@ -77,22 +76,23 @@ TEST(NpyTest, RoundTripsEveryDtype) {
 }
 
 TEST(NpyTest, ParsesScalarsAndDoubleQuotesAndLongs) {
-  absl::StatusOr<NpyArray> scalar = ParseNpy(NpyV1(
-      "{'descr': '|b1', 'fortran_order': False, 'shape': (), }", "\x01"));
+  absl::StatusOr<NpyArray> scalar = ParseNpy(
+      NpyV1("{'descr': '|b1', 'fortran_order': False, 'shape': (), }", "\x01"));
   ASSERT_TRUE(scalar.ok()) << scalar.status();
   EXPECT_TRUE(scalar->shape.empty());
   EXPECT_EQ(scalar->dtype.Name(), "bool");
 
-  absl::StatusOr<NpyArray> odd = ParseNpy(NpyV1(
-      "{\"shape\": (2L,), \"fortran_order\": False, \"descr\": \"<i2\"}",
-      std::string(4, '\0')));
+  absl::StatusOr<NpyArray> odd = ParseNpy(
+      NpyV1("{\"shape\": (2L,), \"fortran_order\": False, \"descr\": \"<i2\"}",
+            std::string(4, '\0')));
   ASSERT_TRUE(odd.ok()) << odd.status();
   EXPECT_EQ(odd->shape, std::vector<int64_t>{2});
   EXPECT_EQ(odd->dtype.Name(), "int16");
 }
 
 TEST(NpyTest, ParsesVersion2) {
-  std::string dict = "{'descr': '<u4', 'fortran_order': False, 'shape': (1,), }";
+  std::string dict =
+      "{'descr': '<u4', 'fortran_order': False, 'shape': (1,), }";
   std::string out = "\x93NUMPY";
   out.push_back(2);
   out.push_back(0);
@@ -159,12 +159,13 @@ TEST(NpyTest, RejectsBadFiles) {
   ExpectError(NpyV1("{'descr': '<U4', 'fortran_order': False, 'shape': (1,), }",
                     std::string(16, 'a')),
               "unsupported .npy dtype '<U4'");
-  ExpectError(NpyV1("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }",
-                    ""),
-              "non-negative integers");
-  std::string truncated = NpyV1("{'descr': '<f4', 'fortran_order': False, "
-                                "'shape': (1,), }",
-                                "");
+  ExpectError(
+      NpyV1("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", ""),
+      "non-negative integers");
+  std::string truncated = NpyV1(
+      "{'descr': '<f4', 'fortran_order': False, "
+      "'shape': (1,), }",
+      "");
   ExpectError(truncated.substr(0, 40), "ends inside the header");
 }
 

@@ -76,9 +76,9 @@ absl::StatusOr<std::vector<Literal>> LoadArguments(
             .string();
     std::error_code ec;
     if (fs::exists(extra, ec)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: exists but the program takes only %d parameters", extra,
-          parameters.size()));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: exists but the program takes only %d parameters",
+                          extra, parameters.size()));
     }
   }
   return arguments;
@@ -126,9 +126,8 @@ absl::Status RunModule(const RunOptions& options, std::ostream& out) {
         "HLO text");
   }
   if (options.replicas < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("--replicas must be at least 1, got %d",
-                        options.replicas));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--replicas must be at least 1, got %d", options.replicas));
   }
   if (!options.inputs_dir.empty() && options.random_inputs) {
     return absl::InvalidArgumentError(
