@@ -1069,7 +1069,7 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
       HLO_RETURN_IF_ERROR(Expect('{'));
       if (lexer_.TryConsume('}')) return absl::OkStatus();
       while (true) {
-        xla::PrecisionConfig::Precision p;
+        xla::PrecisionConfig::Precision p{};
         HLO_RETURN_IF_ERROR(
             ParseEnum(xla::PrecisionConfig::Precision_descriptor(), "", &p));
         precisions->Add(p);
@@ -1079,12 +1079,12 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
     }
     case Attr::kAlgorithm:
       if (opcode == "rng-bit-generator") {
-        xla::RandomAlgorithm algorithm;
+        xla::RandomAlgorithm algorithm{};
         HLO_RETURN_IF_ERROR(
             ParseEnum(xla::RandomAlgorithm_descriptor(), "RNG_", &algorithm));
         proto.set_rng_algorithm(algorithm);
       } else {
-        xla::PrecisionConfig::Algorithm algorithm;
+        xla::PrecisionConfig::Algorithm algorithm{};
         HLO_RETURN_IF_ERROR(ParseEnum(
             xla::PrecisionConfig::Algorithm_descriptor(), "ALG_", &algorithm));
         proto.mutable_precision_config()->set_algorithm(algorithm);
@@ -1207,7 +1207,7 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
     case Attr::kControlPredecessors:
       return ParseNameList(&instruction->control_predecessors);
     case Attr::kDistribution: {
-      xla::RandomDistribution distribution;
+      xla::RandomDistribution distribution{};
       HLO_RETURN_IF_ERROR(
           ParseEnum(xla::RandomDistribution_descriptor(), "RNG_", &distribution));
       proto.set_distribution(distribution);
@@ -1218,7 +1218,7 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
       proto.set_is_stable(flag);
       return absl::OkStatus();
     case Attr::kFftType: {
-      xla::FftType type;
+      xla::FftType type{};
       HLO_RETURN_IF_ERROR(ParseEnum(xla::FftType_descriptor(), "", &type));
       proto.set_fft_type(type);
       return absl::OkStatus();
@@ -1275,14 +1275,14 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
       proto.set_custom_call_has_side_effect(flag);
       return absl::OkStatus();
     case Attr::kApiVersion: {
-      xla::CustomCallApiVersion version;
+      xla::CustomCallApiVersion version{};
       HLO_RETURN_IF_ERROR(
           ParseEnum(xla::CustomCallApiVersion_descriptor(), "", &version));
       proto.set_custom_call_api_version(version);
       return absl::OkStatus();
     }
     case Attr::kSchedule: {
-      xla::CustomCallSchedule schedule;
+      xla::CustomCallSchedule schedule{};
       HLO_RETURN_IF_ERROR(
           ParseEnum(xla::CustomCallSchedule_descriptor(), "SCHEDULE_", &schedule));
       proto.set_custom_call_schedule(schedule);
@@ -1330,7 +1330,7 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
       proto.mutable_triangular_solve_options()->set_unit_diagonal(flag);
       return absl::OkStatus();
     case Attr::kTransposeA: {
-      xla::TriangularSolveOptions::Transpose transpose;
+      xla::TriangularSolveOptions::Transpose transpose{};
       HLO_RETURN_IF_ERROR(ParseEnum(
           xla::TriangularSolveOptions::Transpose_descriptor(), "", &transpose));
       proto.mutable_triangular_solve_options()->set_transpose_a(transpose);
@@ -1390,7 +1390,7 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
     case Attr::kResultAccuracy:
       return ParseResultAccuracy(proto.mutable_result_accuracy());
     case Attr::kPaddingType: {
-      xla::PaddingType type;
+      xla::PaddingType type{};
       HLO_RETURN_IF_ERROR(ParseEnum(xla::PaddingType_descriptor(), "PADDING_", &type));
       proto.set_padding_type(type);
       return absl::OkStatus();
@@ -1546,7 +1546,8 @@ absl::Status Parser::ParseDimLabels(xla::ConvolutionDimensionNumbers* dnums) {
     }
     return true;
   };
-  int64_t batch, feature, in_feature, out_feature, out_batch, out_out_feature;
+  int64_t batch = 0, feature = 0, in_feature = 0, out_feature = 0;
+  int64_t out_batch = 0, out_out_feature = 0;
   if (!parse_part(input, 'b', 'f', &batch, &feature,
                   dnums->mutable_input_spatial_dimensions())) {
     return bad("input labels need b, f and spatial dimensions 0..n-1");
@@ -1849,7 +1850,7 @@ absl::Status Parser::ParseMetadata(xla::OpMetadata* metadata) {
     } else if (key == "profile_type") {
       HLO_RETURN_IF_ERROR(Expect('{'));
       while (!lexer_.TryConsume('}')) {
-        xla::ProfileType type;
+        xla::ProfileType type{};
         HLO_RETURN_IF_ERROR(ParseEnum(xla::ProfileType_descriptor(), "", &type));
         metadata->add_profile_type(type);
         lexer_.TryConsume(',');
@@ -1975,7 +1976,7 @@ absl::Status Parser::ParseResultAccuracy(xla::ResultAccuracy* accuracy) {
     absl::string_view key = lexer_.ConsumeWord();
     HLO_RETURN_IF_ERROR(Expect('='));
     if (key == "mode") {
-      xla::ResultAccuracy::Mode mode;
+      xla::ResultAccuracy::Mode mode{};
       HLO_RETURN_IF_ERROR(ParseEnum(xla::ResultAccuracy::Mode_descriptor(), "", &mode));
       accuracy->set_mode(mode);
     } else if (key == "tolerance") {
