@@ -1,8 +1,8 @@
 // tpu_run: runs an HLO module on a TPU system (real or emulated) with .npy
 // inputs and outputs. See run_module.h for the file layout.
 //
-//   tpu_run --target=grpc://localhost:8470 --module=prog.pb \
-//       [--replicas=N] [--inputs_dir=DIR | --random_inputs] \
+//   tpu_run --target=grpc://localhost:8470 --module=prog.pb
+//       [--replicas=N] [--inputs_dir=DIR | --random_inputs]
 //       [--outputs_dir=DIR] [--dump_hlo]
 //
 // Exit status 0 on success; on any error one line on stderr and exit 1.

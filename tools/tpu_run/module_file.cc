@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "hlo/text/hlo_parser.h"
 
 namespace tpu {
 namespace {
@@ -20,10 +21,12 @@ bool Plausible(const xla::HloModuleProto& module) {
 }
 
 absl::StatusOr<xla::HloModuleProto> ParseText(absl::string_view text) {
-  (void)text;
-  return absl::UnimplementedError(
-      "HLO text modules are not supported by this build of tpu_run; pass a "
-      "binary HloProto or HloModuleProto (.pb)");
+  absl::StatusOr<xla::HloModuleProto> module = hlo::ParseHloModule(text);
+  if (!module.ok()) {
+    return absl::Status(module.status().code(),
+                        absl::StrCat("HLO text: ", module.status().message()));
+  }
+  return module;
 }
 
 }  // namespace

@@ -68,6 +68,24 @@ TEST(ModuleFileTest, TellsTextFromBinary) {
   EXPECT_FALSE(LooksLikeHloText("just some text"));
 }
 
+TEST(ModuleFileTest, ReadsHloText) {
+  absl::StatusOr<xla::HloModuleProto> got = ParseModule(
+      "HloModule add_one\n\nENTRY main {\n  p = f32[2] parameter(0)\n"
+      "  one = f32[] constant(1)\n  b = f32[2] broadcast(one), "
+      "dimensions={}\n  ROOT r = f32[2] add(p, b)\n}\n");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->name(), "add_one");
+  ASSERT_EQ(got->computations_size(), 1);
+  EXPECT_EQ(got->computations(0).instructions_size(), 4);
+
+  got = ParseModule(
+      "HloModule broken\n\nENTRY main {\n  ROOT r = f32[2] "
+      "add(nope, nope)\n}\n");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(got.status().message(), "HLO text: line"))
+      << got.status();
+}
+
 TEST(ModuleFileTest, FileErrorsNameThePath) {
   const std::string path = absl::StrCat(::testing::TempDir(), "/missing.pb");
   absl::StatusOr<xla::HloModuleProto> got = ReadModuleFile(path);

@@ -12,6 +12,7 @@
 #include "client/tpu_buffer.h"
 #include "client/tpu_client.h"
 #include "client/tpu_executable.h"
+#include "hlo/text/hlo_printer.h"
 #include "tools/tpu_run/module_file.h"
 #include "tools/tpu_run/npy.h"
 #include "tools/tpu_run/npy_literal.h"
@@ -137,11 +138,11 @@ absl::Status RunModule(const RunOptions& options, std::ostream& out) {
   absl::StatusOr<xla::HloModuleProto> module =
       ReadModuleFile(options.module_path);
   if (!module.ok()) return module.status();
-  if (options.dump_hlo) out << module->DebugString();
+  if (options.dump_hlo) out << hlo::PrintHloModule(*module);
 
   absl::StatusOr<std::shared_ptr<TpuClient>> client =
       TpuClient::Get(options.target, options.client_options);
-  if (!client.ok()) return Annotate(client.status(), options.target);
+  if (!client.ok()) return client.status();  // names the address
   if ((*client)->local_device_count() < options.replicas) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "--replicas=%d but %s has only %d TPU cores", options.replicas,
