@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "driver/driver_registry.h"
 
 namespace tpu {
@@ -21,8 +22,13 @@ namespace {
 const int kRegistered = DriverRegistry::Register(
     "grpc://", [](const tpu_driver::TpuDriverConfig& config)
                    -> absl::StatusOr<std::unique_ptr<TpuDriver>> {
-      absl::StatusOr<std::unique_ptr<StreamDriver>> driver =
-          OpenGrpcDriver(config);
+      // As the reference client: local credentials for localhost. They
+      // interoperate with insecure servers (and insecure clients with local
+      // servers); both are plaintext HTTP/2.
+      absl::StatusOr<std::unique_ptr<StreamDriver>> driver = OpenGrpcDriver(
+          config, absl::StartsWith(config.worker(), "grpc://localhost")
+                      ? GrpcCredentialsKind::kLocalTcp
+                      : GrpcCredentialsKind::kInsecure);
       if (!driver.ok()) return driver.status();
       return std::unique_ptr<TpuDriver>(*std::move(driver));
     });

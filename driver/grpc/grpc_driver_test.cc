@@ -64,6 +64,20 @@ TEST(GrpcDriverTest, NothingListeningIsUnavailableNamingTheAddress) {
       << driver.status();
 }
 
+TEST(GrpcDriverTest, LocalhostUsesLocalCredentialsAndStillTimesOut) {
+  int port;
+  {
+    LoopbackSocket socket(/*listen=*/false);
+    port = socket.port();
+  }
+  const std::string address = absl::StrCat("grpc://localhost:", port);
+  auto driver = DriverRegistry::Open(Config(address));
+  ASSERT_FALSE(driver.ok());
+  EXPECT_EQ(driver.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(absl::StrContains(driver.status().message(), address))
+      << driver.status();
+}
+
 TEST(GrpcDriverTest, APeerThatNeverAnswersTimesOutUnavailable) {
   // Accepts TCP connections (the kernel does) but never speaks HTTP/2.
   LoopbackSocket socket(/*listen=*/true);
