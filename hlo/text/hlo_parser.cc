@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <memory>
 #include <functional>
 #include <limits>
 #include <string>
@@ -273,7 +275,13 @@ struct NameRef {
 };
 
 struct PendingInstruction {
-  xla::HloInstructionProto proto;
+  PendingInstruction() : owned(new xla::HloInstructionProto()), proto(*owned) {}
+  PendingInstruction(const PendingInstruction&) = delete;
+  PendingInstruction& operator=(const PendingInstruction&) = delete;
+
+  // Allocated once and handed to the module without copying or swapping.
+  std::unique_ptr<xla::HloInstructionProto> owned;
+  xla::HloInstructionProto& proto;
   size_t pos = 0;  // Start of the instruction name.
   std::vector<NameRef> operands;
   std::vector<NameRef> control_predecessors;
@@ -290,7 +298,7 @@ struct PendingComputation {
   size_t pos = 0;
   bool is_entry = false;
   std::string execution_thread = "main";
-  std::vector<PendingInstruction> instructions;
+  std::deque<PendingInstruction> instructions;  // Stable addresses, no moves on growth.
   absl::flat_hash_map<absl::string_view, int> by_name;
   int root = -1;
   size_t root_pos = 0;
@@ -298,6 +306,66 @@ struct PendingComputation {
 
 // Deterministic value for element `i` of an elided constant (see header).
 int64_t ElidedPattern(int64_t i) { return (i * 7 + 3) % 17 - 8; }
+
+void StoreValue(xla::PrimitiveType type, double v, float single, int64_t i,
+                uint64_t u, xla::LiteralProto* literal);
+std::string* BytesField(xla::PrimitiveType type, xla::LiteralProto* literal);
+
+// Appends `count` elements of the elided-constant pattern (see the header).
+// The pattern has period 34 (17 for values, 2 for pred), so one period is
+// encoded once and repeated.
+void FillElided(xla::PrimitiveType type, int64_t count,
+                xla::LiteralProto* literal) {
+  using namespace text_internal;  // NOLINT
+  constexpr int kPeriod = 34;
+  xla::LiteralProto period;
+  for (int64_t i = 0; i < kPeriod; ++i) {
+    const int64_t k = ElidedPattern(i);
+    const double real = static_cast<double>(k) / 16.0;
+    if (type == xla::PRED) {
+      period.add_preds(i % 2 == 1);
+    } else if (type == xla::C64) {
+      period.add_c64s(static_cast<float>(real));
+      period.add_c64s(0);
+    } else if (type == xla::C128) {
+      period.add_c128s(real);
+      period.add_c128s(0);
+    } else if (IsFloatType(type)) {
+      StoreValue(type, real, static_cast<float>(real), 0, 0, &period);
+    } else if (IsSignedIntType(type)) {
+      StoreValue(type, 0, 0, k, static_cast<uint64_t>(k), &period);
+    } else {
+      StoreValue(type, 0, 0, k + 8, static_cast<uint64_t>(k + 8), &period);
+    }
+  }
+  auto repeat = [&](const auto& source, auto* target, int group) {
+    target->Reserve(static_cast<int>(count * group));
+    for (int64_t i = 0; i < count * group; ++i) {
+      target->Add(source.Get(static_cast<int>(i % (kPeriod * group))));
+    }
+  };
+  switch (type) {
+    case xla::PRED: repeat(period.preds(), literal->mutable_preds(), 1); return;
+    case xla::S32: repeat(period.s32s(), literal->mutable_s32s(), 1); return;
+    case xla::S64: repeat(period.s64s(), literal->mutable_s64s(), 1); return;
+    case xla::U32: repeat(period.u32s(), literal->mutable_u32s(), 1); return;
+    case xla::U64: repeat(period.u64s(), literal->mutable_u64s(), 1); return;
+    case xla::F32: repeat(period.f32s(), literal->mutable_f32s(), 1); return;
+    case xla::F64: repeat(period.f64s(), literal->mutable_f64s(), 1); return;
+    case xla::C64: repeat(period.c64s(), literal->mutable_c64s(), 2); return;
+    case xla::C128: repeat(period.c128s(), literal->mutable_c128s(), 2); return;
+    default:
+      break;
+  }
+  const std::string* source = BytesField(type, &period);
+  std::string* target = BytesField(type, literal);
+  if (source == nullptr || target == nullptr) return;
+  const size_t width = source->size() / kPeriod;
+  const size_t total = static_cast<size_t>(count) * width;
+  target->reserve(target->size() + total);
+  while (target->size() + source->size() <= total) target->append(*source);
+  target->append(*source, 0, total - target->size());
+}
 
 class Parser {
  public:
@@ -455,7 +523,7 @@ class Parser {
                                float* single);
 
   HloLexer lexer_;
-  std::vector<PendingComputation> computations_;
+  std::deque<PendingComputation> computations_;
   bool is_scheduled_ = false;
   bool has_entry_layout_ = false;
   size_t entry_layout_pos_ = 0;
@@ -888,7 +956,7 @@ absl::Status Parser::ParseInstruction(PendingComputation* computation) {
     while (true) {
       HLO_RETURN_IF_ERROR(ParseOperand(computation, &instruction));
       if (lexer_.TryConsume(')')) break;
-      HLO_RETURN_IF_ERROR(Expect(','));
+      if (!lexer_.TryConsume(',')) return Expected("',' or ')'");
     }
   }
   // Defaults XLA serializes even when the text leaves them out.
@@ -1238,9 +1306,16 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
     case Attr::kBackendConfig:
       return ParseBackendConfig(proto.mutable_backend_config());
     case Attr::kMetadata:
-      return ParseMetadata(proto.mutable_metadata());
+      HLO_RETURN_IF_ERROR(ParseMetadata(proto.mutable_metadata()));
+      if (proto.metadata().ByteSizeLong() == 0) proto.clear_metadata();
+      return absl::OkStatus();
     case Attr::kFrontendAttributes:
-      return ParseFrontendAttributes(proto.mutable_frontend_attributes());
+      HLO_RETURN_IF_ERROR(
+          ParseFrontendAttributes(proto.mutable_frontend_attributes()));
+      if (proto.frontend_attributes().map().empty()) {
+        proto.clear_frontend_attributes();
+      }
+      return absl::OkStatus();
     case Attr::kSharding:
       return ParseSharding(proto.mutable_sharding());
     case Attr::kEpsilon: {
@@ -2063,28 +2138,39 @@ absl::Status Parser::ParseFloatValue(xla::PrimitiveType type, double* value,
     std::memcpy(single, &bits32, 4);
     return absl::OkStatus();
   }
-  char buffer[128];
-  std::string long_text;
-  const char* c_text;
-  if (text.size() < sizeof(buffer)) {
-    std::memcpy(buffer, text.data(), text.size());
-    buffer[text.size()] = '\0';
-    c_text = buffer;
-  } else {
-    long_text = std::string(text);
-    c_text = long_text.c_str();
+  const bool wide = type == xla::F64 || type == xla::C128;
+  absl::string_view unsigned_text = body;
+  const bool hex = absl::StartsWith(unsigned_text, "0x") ||
+                   absl::StartsWith(unsigned_text, "0X");
+  std::chars_format format = std::chars_format::general;
+  if (hex) {
+    unsigned_text.remove_prefix(2);
+    format = std::chars_format::hex;
   }
-  char* end = nullptr;
-  if (type == xla::F64 || type == xla::C128) {
-    *value = std::strtod(c_text, &end);
+  const char* first = unsigned_text.data();
+  const char* last = first + unsigned_text.size();
+  std::from_chars_result result;
+  if (wide) {
+    result = std::from_chars(first, last, *value, format);
+    if (negative) *value = -*value;
     *single = static_cast<float>(*value);
   } else {
-    // Read f32 (and narrower types) directly as float to avoid rounding twice.
-    *single = std::strtof(c_text, &end);
+    // f32 and narrower types read as float directly (no double rounding for
+    // f32; f16/bf16/f8 values printed by XLA are exact floats).
+    result = std::from_chars(first, last, *single, format);
+    if (negative) *single = -*single;
     *value = *single;
-    if (type != xla::F32 && type != xla::C64) *value = std::strtod(c_text, &end);
   }
-  if (end != c_text + text.size()) return ErrorAt(at, "bad number");
+  if (result.ec == std::errc::result_out_of_range) {
+    // Overflow reads as infinity, underflow as zero (like strtod).
+    const bool tiny = unsigned_text.find_first_of("eEpP") != absl::string_view::npos &&
+                      unsigned_text.find('-') != absl::string_view::npos;
+    const double magnitude = tiny ? 0.0 : HUGE_VAL;
+    *value = negative ? -magnitude : magnitude;
+    *single = static_cast<float>(*value);
+  } else if (result.ec != std::errc() || result.ptr != last) {
+    return ErrorAt(at, absl::StrCat("expected number, got '", text, "'"));
+  }
   return absl::OkStatus();
 }
 
@@ -2359,26 +2445,7 @@ absl::Status Parser::ParseLiteral(const xla::ShapeProto& shape,
     lexer_.set_pos(brace + 1);
     if (lexer_.TryConsume("...")) {
       HLO_RETURN_IF_ERROR(Expect('}'));
-      ReserveElements(type, count, literal);
-      for (int64_t i = 0; i < count; ++i) {
-        const int64_t k = ElidedPattern(i);
-        const double real = static_cast<double>(k) / 16.0;
-        if (type == xla::PRED) {
-          literal->add_preds(i % 2 == 1);
-        } else if (type == xla::C64) {
-          literal->add_c64s(static_cast<float>(real));
-          literal->add_c64s(0);
-        } else if (type == xla::C128) {
-          literal->add_c128s(real);
-          literal->add_c128s(0);
-        } else if (IsFloatType(type)) {
-          StoreValue(type, real, static_cast<float>(real), 0, 0, literal);
-        } else if (IsSignedIntType(type)) {
-          StoreValue(type, 0, 0, k, static_cast<uint64_t>(k), literal);
-        } else {
-          StoreValue(type, 0, 0, k + 8, static_cast<uint64_t>(k + 8), literal);
-        }
-      }
+      FillElided(type, count, literal);
       return absl::OkStatus();
     }
     lexer_.set_pos(brace);
@@ -2549,6 +2616,24 @@ absl::Status Parser::Resolve(xla::HloModuleProto* module) {
     for (int index : topo) instruction_id[c][index] = next_id++;
   }
 
+  // Default comparison types need the operand's element type; compute them
+  // before the protos move into the module.
+  for (PendingComputation& computation : computations_) {
+    for (PendingInstruction& instruction : computation.instructions) {
+      if (!instruction.default_comparison_type || instruction.operand_index.empty()) {
+        continue;
+      }
+      const xla::PrimitiveType t =
+          computation.instructions[instruction.operand_index[0]]
+              .proto.shape()
+              .element_type();
+      instruction.proto.set_comparison_type(
+          IsFloatType(t) || IsComplexType(t) ? "FLOAT"
+          : IsSignedIntType(t)               ? "SIGNED"
+                                             : "UNSIGNED");
+    }
+  }
+
   // Fill the module.
   for (int c : order) {
     PendingComputation& computation = computations_[c];
@@ -2605,16 +2690,7 @@ absl::Status Parser::Resolve(xla::HloModuleProto* module) {
       for (int callee : instruction.called_index) {
         proto.add_called_computation_ids(computation_id[callee]);
       }
-      if (instruction.default_comparison_type && !instruction.operand_index.empty()) {
-        const xla::PrimitiveType t =
-            computation.instructions[instruction.operand_index[0]]
-                .proto.shape()
-                .element_type();
-        proto.set_comparison_type(IsFloatType(t) || IsComplexType(t) ? "FLOAT"
-                                  : IsSignedIntType(t)               ? "SIGNED"
-                                                                     : "UNSIGNED");
-      }
-      *out->add_instructions() = std::move(proto);
+      out->mutable_instructions()->AddAllocated(instruction.owned.release());
     }
   }
 
