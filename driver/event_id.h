@@ -29,9 +29,11 @@ struct EventId {
     return EventId{value >> kOperationBits, value & kOperationMask};
   }
 
-  // "client:operation", e.g. "3:17"; the form every status message uses.
+  // "operation 17 (client 3)": the form every status message uses, the
+  // emulator's included.
   std::string ToString() const {
-    return absl::StrCat(client_id, ":", operation_id);
+    return absl::StrCat("operation ", operation_id, " (client ", client_id,
+                        ")");
   }
 
   bool operator==(const EventId& other) const {

@@ -28,6 +28,9 @@ StreamChannel::StreamChannel(std::string name, std::string address,
     OnResponse(response);
   };
   callbacks.on_done = [this](const absl::Status& status) { OnDone(status); };
+  callbacks.transfer_destination = [this](uint64_t wire_id, int64_t bytes) {
+    return TransferDestination(wire_id, bytes);
+  };
   stream_ = transport_->OpenStream(std::move(callbacks));
   writer_ = std::thread([this] { WriterLoop(); });
 }
@@ -46,8 +49,7 @@ void StreamChannel::Submit(OutgoingEntry entry, PendingOp op) {
       refused = EndedStatus(wire_id);
     } else if (closing_) {
       refused = absl::FailedPreconditionError(absl::StrCat(
-          "operation ", EventId::FromInt(wire_id).ToString(),
-          " was issued while the TPU driver for ", address_, " was closing"));
+          EventId::FromInt(wire_id).ToString(), " was issued while the TPU driver for ", address_, " was closing"));
     } else {
       pending_.emplace(wire_id, std::move(op));
       queue_.push_back(std::move(entry));
@@ -141,16 +143,30 @@ void StreamChannel::OnResponse(const tpu_driver::StreamResponse& response) {
   }
 }
 
+void* StreamChannel::TransferDestination(uint64_t wire_id, int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  auto it = pending_.find(wire_id);
+  if (it == pending_.end() || it->second.transfer_bytes != bytes ||
+      it->second.transfer_dst == nullptr) {
+    return nullptr;  // Unknown or wrong size: checked with the response.
+  }
+  // Safe to write outside the lock: the operation completes (and its
+  // destination may be released) only on this same thread, after this copy,
+  // or once the transport is gone.
+  it->second.delivered = true;
+  return it->second.transfer_dst;
+}
+
 void StreamChannel::CompleteFromResponse(
     PendingOp op, const tpu_driver::StreamResponse::Entry& entry) {
   absl::Status status = StatusFromWire(entry.status());
-  if (status.ok() && op.transfer_bytes >= 0) {
+  if (status.ok() && op.transfer_bytes >= 0 && !op.delivered) {
     const std::string& data = entry.transfer_from().data();
     if (!entry.has_transfer_from() ||
         static_cast<int64_t>(data.size()) != op.transfer_bytes) {
       status = absl::DataLossError(absl::StrCat(
-          "transfer from device ", op.event->id().ToString(), " on ", name_,
-          " of ", address_, ": expected ", op.transfer_bytes,
+          "transfer from device (", op.event->id().ToString(), ") on ",
+          name_, " of ", address_, ": expected ", op.transfer_bytes,
           " bytes, received ",
           entry.has_transfer_from() ? absl::StrCat(data.size())
                                     : std::string("no data")));
@@ -176,15 +192,14 @@ void StreamChannel::OnDone(const absl::Status& status) {
 absl::Status StreamChannel::EndedStatus(uint64_t wire_id) {
   const std::string op = EventId::FromInt(wire_id).ToString();
   if (shut_down_) {
-    return absl::Status(shutdown_code_, absl::StrCat("operation ", op,
-                                                     " did not complete: ",
+    return absl::Status(shutdown_code_, absl::StrCat(op, " did not complete: ",
                                                      shutdown_reason_));
   }
   return absl::UnavailableError(absl::StrCat(
       "TPU worker ", address_, " went away: its ", name_, " stream ended (",
       end_status_.ok() ? std::string("closed by the worker")
                        : end_status_.ToString(),
-      ") before operation ", op, " completed"));
+      ") before ", op, " completed"));
 }
 
 void StreamChannel::FailAllPending() {

@@ -34,6 +34,8 @@ struct PendingOp {
   // transfer_from: where the data goes and how many bytes must arrive.
   void* transfer_dst = nullptr;
   int64_t transfer_bytes = -1;  // -1: not a transfer_from
+  // The transport already copied the data to transfer_dst.
+  bool delivered = false;
   // compile: receives the program shape before the event completes.
   std::shared_ptr<xla::ProgramShapeProto> program_shape;
 };
@@ -72,6 +74,7 @@ class StreamChannel {
   void WriterLoop();
   void OnResponse(const tpu_driver::StreamResponse& response);
   void OnDone(const absl::Status& status);
+  void* TransferDestination(uint64_t wire_id, int64_t bytes);
   // Completes `op` from a response entry.
   void CompleteFromResponse(PendingOp op,
                             const tpu_driver::StreamResponse::Entry& entry);

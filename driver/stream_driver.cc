@@ -31,8 +31,7 @@ std::string OpName(const CompletionEvent& event) {
 absl::Status DependencyFailed(const CompletionEvent& op, const std::string& dep,
                               const absl::Status& status) {
   return absl::Status(
-      status.code(), absl::StrCat("operation ", OpName(op),
-                                  " was not run: its dependency ", dep,
+      status.code(), absl::StrCat(OpName(op), " was not run: its dependency ", dep,
                                   " failed: ", status.ToString()));
 }
 
@@ -138,8 +137,7 @@ void StreamDriver::ShutdownChannels(bool graceful, absl::StatusCode code,
       event = op->op.event;
     }
     event->Complete(absl::Status(
-        code, absl::StrCat("operation ", OpName(*event),
-                           " did not complete: ", reason)));
+        code, absl::StrCat(OpName(*event), " did not complete: ", reason)));
   }
   std::vector<StreamChannel*> channels;
   for (auto& [id, channel] : core_channels_) channels.push_back(channel.get());
@@ -205,8 +203,8 @@ absl::Status StreamDriver::CheckInfo(const StreamHandleInfo& info,
                                      absl::string_view what) {
   if (info.driver_serial == serial_) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "Invalid ", what, " ", info.event->id().ToString(),
-      ": it belongs to another TPU driver (client id ",
+      "Invalid ", what, " (created by ", info.event->id().ToString(),
+      "): it belongs to another TPU driver (client id ",
       info.event->id().client_id, "; this driver is client id ", client_id_,
       " of ", address_,
       "). Did you restart the server or use a stale handle?"));
@@ -278,7 +276,7 @@ std::shared_ptr<CompletionEvent> StreamDriver::Issue(
     absl::MutexLock lock(&mu_);
     if (closed_) {
       return fail(absl::FailedPreconditionError(absl::StrCat(
-          "operation ", OpName(*event), " was issued after the TPU driver for ",
+          OpName(*event), " was issued after the TPU driver for ",
           address_, " was reset; open a new driver")));
     }
   }
@@ -307,7 +305,7 @@ std::shared_ptr<CompletionEvent> StreamDriver::Issue(
     Event* dep = wait_for[i];
     if (dep == nullptr) {
       return fail(absl::InvalidArgumentError(
-          absl::StrCat("operation ", OpName(*event), ": wait_for[", i,
+          absl::StrCat(OpName(*event), ": wait_for[", i,
                        "] is null")));
     }
     auto* ours = dynamic_cast<CompletionEvent*>(dep);
@@ -343,7 +341,7 @@ std::shared_ptr<CompletionEvent> StreamDriver::Issue(
     if (closed_) {
       // Shutdown already swept held_; it would never see this one.
       return fail(absl::FailedPreconditionError(absl::StrCat(
-          "operation ", OpName(*event), " was issued while the TPU driver for ",
+          OpName(*event), " was issued while the TPU driver for ",
           address_, " was closing")));
     }
     held_.insert(held);
@@ -506,8 +504,8 @@ std::shared_ptr<Event> StreamDriver::TransferToDevice(
   if (src == nullptr && bytes > 0) {
     return CompletionEvent::Done(
         absl::InvalidArgumentError(absl::StrCat(
-            "transfer to device: source is null but the destination ",
-            (*buffer)->info().event->id().ToString(), " holds ", bytes,
+            "transfer to device: source is null but the destination (created "
+            "by ", (*buffer)->info().event->id().ToString(), ") holds ", bytes,
             " bytes")),
         serial_);
   }
@@ -534,8 +532,8 @@ std::shared_ptr<Event> StreamDriver::TransferFromDevice(
   if (dst == nullptr && bytes > 0) {
     return CompletionEvent::Done(
         absl::InvalidArgumentError(absl::StrCat(
-            "transfer from device: destination is null but the source ",
-            (*buffer)->info().event->id().ToString(), " holds ", bytes,
+            "transfer from device: destination is null but the source (created "
+            "by ", (*buffer)->info().event->id().ToString(), ") holds ", bytes,
             " bytes")),
         serial_);
   }
@@ -684,7 +682,7 @@ StreamCompiledProgramHandle::program_shape() {
       info_.event->AwaitWithTimeout(absl::Hours(1));
   if (!status.has_value()) {
     return absl::DeadlineExceededError(absl::StrCat(
-        "compilation ", info_.event->id().ToString(),
+        "compilation (", info_.event->id().ToString(), ")",
         " did not finish within 1 hour"));
   }
   if (!status->ok()) return *status;

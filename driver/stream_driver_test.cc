@@ -290,7 +290,7 @@ TEST_F(StreamDriverTest, FailedDependencyFailsUpFrontNamingIt) {
   absl::Status status =
       driver_->TransferFromDevice(buffer.get(), out, {})->Await();
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(status.message().find("dependency 5:1 failed"), std::string::npos)
+  EXPECT_NE(status.message().find("dependency operation 1 (client 5) failed"), std::string::npos)
       << status;
   EXPECT_NE(status.message().find("out of HBM"), std::string::npos) << status;
   EXPECT_EQ(worker_->NumReceived(), 1);  // Never sent.

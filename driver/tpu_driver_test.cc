@@ -46,7 +46,7 @@ TEST(EventIdTest, PacksClientAboveOperation) {
   EventId id{5, 17};
   EXPECT_EQ(id.AsInt(), (uint64_t{5} << 44) | 17);
   EXPECT_EQ(EventId::FromInt(id.AsInt()), id);
-  EXPECT_EQ(id.ToString(), "5:17");
+  EXPECT_EQ(id.ToString(), "operation 17 (client 5)");
 }
 
 TEST(CompletionEventTest, CompletesOnceAndRunsCallbacks) {

@@ -61,6 +61,11 @@ struct StreamCallbacks {
   std::function<void(const tpu_driver::StreamResponse&)> on_response;
   // OK when the worker ended the stream normally after WritesDone.
   std::function<void(const absl::Status&)> on_done;
+  // Where the `bytes` bytes of transfer_from data for operation `wire_id` go,
+  // or null. A transport may use it to copy data straight to its destination
+  // (then the entry handed to on_response has transfer_from.data empty); it
+  // calls it on the thread that then calls on_response for that entry.
+  std::function<void*(uint64_t wire_id, int64_t bytes)> transfer_destination;
 };
 
 class Transport {

@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "driver/grpc/request_encoder.h"
+#include "driver/grpc/response_decoder.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/support/channel_arguments.h"
@@ -81,16 +82,13 @@ class GrpcTransportStream : public TransportStream {
     tpu_driver::StreamResponse response;
     absl::Status failure;
     while (stream_->Read(&buffer)) {
-      grpc::Status parsed =
-          grpc::GenericDeserialize<grpc::ProtoBufferReader,
-                                   tpu_driver::StreamResponse>(&buffer,
-                                                               &response);
+      absl::Status parsed = DecodeStreamResponse(
+          buffer, callbacks_.transfer_destination, &response);
+      buffer.Clear();
       if (!parsed.ok()) {
         // A response we cannot decode leaves its operations unanswerable:
         // end the stream so they fail instead of waiting forever.
-        failure = absl::DataLossError(absl::StrCat(
-            "malformed StreamResponse from the worker: ",
-            parsed.error_message()));
+        failure = parsed;
         context_.TryCancel();
         while (stream_->Read(&buffer)) {
         }

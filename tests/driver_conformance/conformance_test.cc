@@ -32,6 +32,11 @@ struct Param {
   Mode mode;
 };
 
+void PrintTo(const Param& param, std::ostream* os) {
+  *os << param.backend.name
+      << (param.mode == Mode::kBlocking ? " blocking" : " async");
+}
+
 std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
   return absl::StrCat(info.param.backend.name, "_",
                       info.param.mode == Mode::kBlocking ? "blocking"
@@ -359,10 +364,11 @@ TEST_P(DriverConformanceTest, FailedOperationFailsItsDependents) {
                         {});
   const std::string huge_id =
       dynamic_cast<CompletionEvent*>(huge->OnReady().get())->id().ToString();
-  std::vector<char> data(64);
+  auto small = driver_->Allocate(core(0), HBM, 64, {});
   // Issued before the failure is known (in async mode surely): the worker
   // fails it; otherwise the driver does, up front. Both name the allocation.
-  auto transfer = driver_->TransferToDevice(data.data(), huge.get(), {});
+  auto transfer =
+      driver_->TransferFromDeviceToDevice(huge.get(), small.get(), {});
   auto after = driver_->Allocate(core(0), HBM, 64, {transfer.get()});
   absl::Status alloc_status = Wait(huge->OnReady());
   EXPECT_EQ(alloc_status.code(), absl::StatusCode::kResourceExhausted)
