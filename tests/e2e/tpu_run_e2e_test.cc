@@ -144,13 +144,20 @@ class TpuRunTest : public ::testing::Test {
     return absl::StrCat("--target=", *target_);
   }
 
-  // A failed run: non-zero exit and exactly one line on stderr containing
-  // `what`.
+  // A failed run: non-zero exit, and the error is exactly one line (the
+  // last) containing `what`. Other stderr lines may only be the client's
+  // warnings.
   void ExpectFailure(const CommandResult& result, absl::string_view what) {
     EXPECT_NE(result.exit_code, 0);
-    EXPECT_TRUE(absl::StrContains(result.err, what)) << result.err;
-    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1)
+    std::vector<std::string> lines =
+        absl::StrSplit(result.err, '\n', absl::SkipEmpty());
+    ASSERT_FALSE(lines.empty()) << "no error line";
+    EXPECT_TRUE(absl::StartsWith(lines.back(), "tpu_run: error: "))
         << result.err;
+    EXPECT_TRUE(absl::StrContains(lines.back(), what)) << result.err;
+    for (size_t i = 0; i + 1 < lines.size(); ++i) {
+      EXPECT_TRUE(absl::StartsWith(lines[i], "W tpu_client: ")) << lines[i];
+    }
   }
 
   static e2e::Subprocess* emulator_;
