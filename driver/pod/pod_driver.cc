@@ -64,6 +64,43 @@ std::optional<xla::ShapeProto> TupleShape(
 
 }  // namespace
 
+void ResolveProgramShape(PodCompiledProgram& program) {
+  if (program.shape_known) return;
+  if (program.per_worker.empty()) {
+    program.shape = DriverDestroyed();
+    program.shape_known = true;
+    return;
+  }
+  std::optional<xla::ProgramShapeProto> agreed;
+  absl::Status error = absl::UnavailableError("no worker compiled the program");
+  for (size_t w = 0; w < program.per_worker.size(); ++w) {
+    if (program.per_worker[w] == nullptr || !program.worker_status[w].ok()) {
+      continue;
+    }
+    absl::StatusOr<xla::ProgramShapeProto> shape =
+        program.per_worker[w]->program_shape();
+    if (!shape.ok()) {
+      error = shape.status();
+      continue;
+    }
+    if (!agreed.has_value()) {
+      agreed = *std::move(shape);
+    } else if (agreed->SerializeAsString() != shape->SerializeAsString()) {
+      program.shape = absl::InternalError(absl::StrCat(
+          "The workers disagree on the compiled program's shape (worker ", w,
+          " differs from the first): are they running different versions?"));
+      program.shape_known = true;
+      return;
+    }
+  }
+  if (agreed.has_value()) {
+    program.shape = *std::move(agreed);
+  } else {
+    program.shape = error;
+  }
+  program.shape_known = true;
+}
+
 absl::StatusOr<std::vector<std::string>> ParsePodAddress(
     absl::string_view address) {
   absl::string_view rest = address;
@@ -157,6 +194,15 @@ PodDriver::~PodDriver() {
     std::vector<std::unique_ptr<CompiledProgramHandle>> handles;
     {
       absl::MutexLock lock(&program->mu);
+      // Keep the shape of what compiled fine, for handles that outlive us.
+      bool all_ready = !program->per_worker.empty();
+      for (auto& handle : program->per_worker) {
+        if (handle != nullptr &&
+            !handle->OnReady()->AwaitWithTimeout(absl::ZeroDuration())) {
+          all_ready = false;
+        }
+      }
+      if (all_ready) ResolveProgramShape(*program);
       handles.swap(program->per_worker);
       program->worker_status.assign(workers_.size(), DriverDestroyed());
     }
@@ -611,6 +657,7 @@ std::unique_ptr<CompiledProgramHandle> PodDriver::CompileProgram(
     {
       absl::MutexLock lock(&program->mu);
       program->shape = deps.status();
+      program->shape_known = true;
     }
     return std::make_unique<PodCompiledProgramHandle>(
         this, scheduler_.Failed("CompileProgram", deps.status()), program);

@@ -83,11 +83,17 @@ struct PodCompiledProgram {
       ABSL_GUARDED_BY(mu);
   // Why worker i has no program (OK where it has one).
   std::vector<absl::Status> worker_status ABSL_GUARDED_BY(mu);
-  // Set when compilation completed: the program shape all workers agree on,
-  // or the combined compile error.
+  // Once shape_known: the program shape all workers agree on, or why there
+  // is none.
+  bool shape_known ABSL_GUARDED_BY(mu) = false;
   absl::StatusOr<xla::ProgramShapeProto> shape ABSL_GUARDED_BY(mu) =
       absl::UnknownError("compilation has not completed");
 };
+
+// Fills program.shape from the workers' compiled programs, unless known.
+// REQUIRES: compilation succeeded (the pod operation completed OK).
+void ResolveProgramShape(PodCompiledProgram& program)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(program.mu);
 
 class PodCompiledProgramHandle : public CompiledProgramHandle {
  public:
@@ -102,6 +108,7 @@ class PodCompiledProgramHandle : public CompiledProgramHandle {
     absl::Status status = event_->Await();
     if (!status.ok()) return status;
     absl::MutexLock lock(&program_->mu);
+    ResolveProgramShape(*program_);
     return program_->shape;
   }
 

@@ -156,7 +156,10 @@ void PodScheduler::PostComplete(std::shared_ptr<PodOp> op, absl::Status status,
                                 std::shared_ptr<PodOp> failed_dep) {
   dispatcher_.Post([this, op = std::move(op), status = std::move(status),
                     failed_dep = std::move(failed_dep)]() mutable {
-    if (op->Complete(std::move(status), failed_dep.get())) Finish(op);
+    // Forgotten first, so that whoever sees the completion also sees the
+    // operation gone from live_ops().
+    Finish(op);
+    op->Complete(std::move(status), failed_dep.get());
   });
 }
 
