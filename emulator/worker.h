@@ -6,6 +6,13 @@
 // it in-process; both therefore have exactly the same semantics.
 //
 // Thread safety: Worker and WorkerStream are safe for concurrent use.
+//
+// Semantics in brief (emulator/operations.h has the details): every request
+// entry gets exactly one response entry echoing its operation_id, with a
+// status whose code is always set. Client ids are in [1, 2^20). A client is
+// released by Close, by Reset, when one of its streams is aborted, or after
+// max_idle_time_seconds without a stream or request; its waiting operations
+// then fail and its running programs stop with CANCELLED.
 
 #include <cstdint>
 #include <functional>
@@ -58,6 +65,11 @@ class WorkerStream {
   // this stream has completed and its response was delivered.
   virtual void Finish() = 0;
 
+  // Non-blocking Finish: `done` runs (on a worker thread, or at once) after
+  // every operation submitted on this stream has completed and its response
+  // was delivered. Not run if the stream is aborted or destroyed first.
+  virtual void FinishAsync(std::function<void()> done) = 0;
+
   // The transport broke: the client is gone. Its state is released.
   virtual void Abort() = 0;
 };
@@ -78,8 +90,9 @@ class Worker {
       const tpu_driver::QuerySystemInfoRequest& request) = 0;
 
   // Starts a stream. `on_response` runs on worker threads, never concurrently
-  // with itself for one stream; it must not block for long (it is the
-  // transport's write). Responses may batch many entries.
+  // with itself for one stream, and never after the stream was destroyed; it
+  // must not block for long (it is the transport's write). Responses may
+  // batch many entries. REQUIRES: the stream is destroyed before the worker.
   virtual std::unique_ptr<WorkerStream> OpenStream(
       std::function<void(const tpu_driver::StreamResponse&)> on_response) = 0;
 };

@@ -27,11 +27,12 @@ int64_t ByteWidth(xla::PrimitiveType type);
 std::string PrimitiveTypeName(xla::PrimitiveType type);
 
 // Inverse of PrimitiveTypeName; INVALID_ARGUMENT for an unknown name.
-absl::StatusOr<xla::PrimitiveType> PrimitiveTypeFromName(absl::string_view name);
+absl::StatusOr<xla::PrimitiveType> PrimitiveTypeFromName(
+    absl::string_view name);
 
-bool IsFloatingPoint(xla::PrimitiveType type);  // f16 bf16 f32 f64
-bool IsComplex(xla::PrimitiveType type);        // c64 c128
-bool IsSignedInteger(xla::PrimitiveType type);  // s8..s64
+bool IsFloatingPoint(xla::PrimitiveType type);    // f16 bf16 f32 f64
+bool IsComplex(xla::PrimitiveType type);          // c64 c128
+bool IsSignedInteger(xla::PrimitiveType type);    // s8..s64
 bool IsUnsignedInteger(xla::PrimitiveType type);  // u8..u64
 bool IsArrayType(xla::PrimitiveType type);  // pred, integers, floats, complex
 
@@ -66,7 +67,9 @@ class Shape {
 
   // Tuples only.
   const std::vector<Shape>& tuple_shapes() const { return tuple_shapes_; }
-  int64_t tuple_size() const { return static_cast<int64_t>(tuple_shapes_.size()); }
+  int64_t tuple_size() const {
+    return static_cast<int64_t>(tuple_shapes_.size());
+  }
 
   // Bytes in the driver's layout: element_count * ByteWidth for arrays,
   // 8 * tuple_size for tuples (a pointer table), 0 for tokens.

@@ -1,0 +1,88 @@
+#ifndef SOFTWARE_TPU_EMULATOR_OP_COMMON_H_
+#define SOFTWARE_TPU_EMULATOR_OP_COMMON_H_
+
+// Internal to the operation builders (buffer_ops.cc, program_ops.cc).
+//
+// Thread safety: OpContext is immutable and shared by an operation's closures.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "emulator/event_id.h"
+#include "emulator/response_sink.h"
+#include "emulator/session.h"
+#include "emulator/worker_context.h"
+#include "proto/tpu_service.pb.h"
+
+namespace tpu {
+
+struct OpContext {
+  const WorkerContext* worker;
+  std::shared_ptr<Session> session;
+  std::shared_ptr<ResponseSink> sink;
+  int64_t wire_id;  // echoed in the response
+  uint64_t op;      // operation part: the scheduler id, and the handle
+
+  std::string Name() const { return EventId::FromInt(wire_id).ToString(); }
+  void Respond(const absl::Status& status) const {
+    sink->RespondStatus(wire_id, status);
+  }
+  // Responds and completes the operation.
+  void Finish(const absl::Status& status) const {
+    Respond(status);
+    session->scheduler().Complete(op, status);
+  }
+  void Finish(std::unique_ptr<tpu_driver::StreamResponse::Entry> entry,
+              const absl::Status& status) const {
+    sink->Respond(std::move(entry));
+    session->scheduler().Complete(op, status);
+  }
+};
+
+// A validated operation: what it waits for and its body. The body runs once
+// every dependency completed successfully and must call ctx.Finish exactly
+// once (on any thread).
+struct BuiltOp {
+  std::vector<uint64_t> deps;
+  std::function<void()> body;
+};
+
+// Checks that `wire_handle` belongs to the operation's client and records the
+// wait for its creator. Returns the handle's operation part.
+absl::StatusOr<uint64_t> UseHandle(const OpContext& ctx, int64_t wire_handle,
+                                   const std::string& role, BuiltOp* op);
+
+// The local index of `core_id`, or INVALID_ARGUMENT naming the cores served.
+absl::StatusOr<int> LocalCore(const OpContext& ctx, int64_t core_id,
+                              const std::string& role);
+
+absl::StatusOr<BuiltOp> BuildAlloc(const OpContext& ctx,
+                                   const tpu_driver::AllocateRequest& request);
+absl::StatusOr<BuiltOp> BuildAllocTuple(
+    const OpContext& ctx, const tpu_driver::AllocateTupleRequest& request);
+absl::StatusOr<BuiltOp> BuildDealloc(
+    const OpContext& ctx, const tpu_driver::DeallocateRequest& request);
+absl::StatusOr<BuiltOp> BuildTransferTo(
+    const OpContext& ctx, const tpu_driver::TransferToDeviceRequest& request);
+absl::StatusOr<BuiltOp> BuildTransferFrom(
+    const OpContext& ctx, const tpu_driver::TransferFromDeviceRequest& request);
+absl::StatusOr<BuiltOp> BuildTransferFromTo(
+    const OpContext& ctx,
+    const tpu_driver::TransferFromDeviceToDeviceRequest& request);
+absl::StatusOr<BuiltOp> BuildCompile(const OpContext& ctx,
+                                     const tpu_driver::CompileRequest& request);
+absl::StatusOr<BuiltOp> BuildLoad(
+    const OpContext& ctx, const tpu_driver::LoadProgramRequest& request);
+absl::StatusOr<BuiltOp> BuildUnload(
+    const OpContext& ctx, const tpu_driver::UnloadProgramRequest& request);
+absl::StatusOr<BuiltOp> BuildExecute(const OpContext& ctx,
+                                     const tpu_driver::ExecuteRequest& request);
+
+}  // namespace tpu
+
+#endif  // SOFTWARE_TPU_EMULATOR_OP_COMMON_H_
