@@ -1,5 +1,6 @@
 #include "driver/pod/pod_driver.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -213,7 +214,51 @@ PodDriver::~PodDriver() {
 }
 
 absl::StatusOr<tpu_driver::SystemInfo> PodDriver::QuerySystemInfo() {
-  return topology_.system_info;
+  // The topology is fixed; HBM and CPU figures are live. A worker that
+  // cannot answer keeps its last figures (the pod stays describable when
+  // one worker is gone).
+  tpu_driver::SystemInfo pod = topology_.system_info;
+  std::vector<absl::flat_hash_map<int32_t, const tpu_driver::TpuCoreInfo*>>
+      live(workers_.size());
+  std::vector<tpu_driver::SystemInfo> infos(workers_.size());
+  bool first_cpu = true;
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    if (!WorkerUnusable(static_cast<int>(w)).ok()) continue;
+    absl::StatusOr<tpu_driver::SystemInfo> info = workers_[w]->QuerySystemInfo();
+    if (!info.ok()) {
+      FromWorker(static_cast<int>(w), info.status());
+      continue;
+    }
+    infos[w] = *std::move(info);
+    for (const auto& chip : infos[w].tpu_chip()) {
+      for (const auto& core : chip.core()) live[w][core.id()] = &core;
+    }
+    const tpu_driver::CpuInfo& cpu = infos[w].cpu();
+    tpu_driver::CpuInfo* out = pod.mutable_cpu();
+    if (first_cpu) {
+      *out = cpu;
+      first_cpu = false;
+    } else {
+      out->set_num_cpu_cores(out->num_cpu_cores() + cpu.num_cpu_cores());
+      out->set_cpu_load_average_1min(
+          std::max(out->cpu_load_average_1min(), cpu.cpu_load_average_1min()));
+      out->set_ram_bytes_total(out->ram_bytes_total() + cpu.ram_bytes_total());
+      out->set_ram_bytes_available(out->ram_bytes_available() +
+                                   cpu.ram_bytes_available());
+    }
+  }
+  auto refresh = [&](tpu_driver::TpuCoreInfo& core) {
+    const PodCoreLocation& location = topology_.cores[core.id()];
+    auto it = live[location.worker].find(location.worker_core_id);
+    if (it == live[location.worker].end()) return;
+    core.set_hbm_bytes_available(it->second->hbm_bytes_available());
+    core.set_hbm_bytes_allocatable(it->second->hbm_bytes_allocatable());
+  };
+  for (auto& chip : *pod.mutable_tpu_chip()) {
+    for (auto& core : *chip.mutable_core()) refresh(core);
+  }
+  for (auto& core : *pod.mutable_local_core()) refresh(core);
+  return pod;
 }
 
 absl::Status PodDriver::Reset() {

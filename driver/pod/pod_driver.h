@@ -84,6 +84,8 @@ class PodDriver : public TpuDriver {
 
   ~PodDriver() override;
 
+  // The merged topology with live HBM and CPU figures (queried from every
+  // worker; a worker that is gone keeps its last known figures).
   absl::StatusOr<tpu_driver::SystemInfo> QuerySystemInfo() override;
   // Resets every worker (all of them, even if one fails) and returns the
   // first error. The driver is unusable afterwards.

@@ -119,6 +119,27 @@ TEST_F(PodDriverTest, SystemInfoIsOneHostWithAllCores) {
   EXPECT_EQ(w1_->drivers_open(), 1);
 }
 
+int64_t Available(TpuDriver* driver, int32_t core) {
+  auto info = driver->QuerySystemInfo();
+  EXPECT_TRUE(info.ok());
+  return info->local_core(core).hbm_bytes_available();
+}
+
+TEST_F(PodDriverTest, SystemInfoReportsLiveHbm) {
+  const int64_t before = Available(driver_.get(), 3);
+  auto buffer = driver_->Allocate(3, HBM, 100, {});
+  ASSERT_TRUE(buffer->OnReady()->Await().ok());
+  EXPECT_EQ(Available(driver_.get(), 3), before - 100);
+  EXPECT_EQ(Available(driver_.get(), 1), before);
+  auto info = driver_->QuerySystemInfo();
+  EXPECT_EQ(info->tpu_chip(3).core(0).hbm_bytes_available(), before - 100);
+  // A lost worker keeps its last figures; the pod stays describable.
+  w1_->Disappear();
+  info = driver_->QuerySystemInfo();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->local_core_size(), 4);
+}
+
 TEST_F(PodDriverTest, BuffersRoundTripOnEveryCore) {
   for (int32_t core = 0; core < 4; ++core) {
     auto buffer = Filled(core, 64, static_cast<uint8_t>(10 * core));

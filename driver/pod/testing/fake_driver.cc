@@ -221,7 +221,20 @@ class FakeDriver : public TpuDriver {
   absl::StatusOr<tpu_driver::SystemInfo> QuerySystemInfo() override {
     absl::MutexLock lock(&s_->mu);
     if (s_->gone) return s_->Lost();
-    return s_->info;
+    tpu_driver::SystemInfo info = s_->info;
+    auto live = [this](tpu_driver::TpuCoreInfo& core)
+                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_->mu) {
+      auto it = s_->hbm_in_use.find(core.id());
+      if (it != s_->hbm_in_use.end()) {
+        core.set_hbm_bytes_available(s_->options.hbm_bytes_per_core -
+                                     it->second);
+      }
+    };
+    for (auto& chip : *info.mutable_tpu_chip()) {
+      for (auto& core : *chip.mutable_core()) live(core);
+    }
+    for (auto& core : *info.mutable_local_core()) live(core);
+    return info;
   }
 
   absl::Status Reset() override {
