@@ -224,7 +224,8 @@ absl::StatusOr<tpu_driver::SystemInfo> PodDriver::QuerySystemInfo() {
   bool first_cpu = true;
   for (size_t w = 0; w < workers_.size(); ++w) {
     if (!WorkerUnusable(static_cast<int>(w)).ok()) continue;
-    absl::StatusOr<tpu_driver::SystemInfo> info = workers_[w]->QuerySystemInfo();
+    absl::StatusOr<tpu_driver::SystemInfo> info =
+        workers_[w]->QuerySystemInfo();
     if (!info.ok()) {
       FromWorker(static_cast<int>(w), info.status());
       continue;

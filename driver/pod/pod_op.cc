@@ -1,5 +1,7 @@
 #include "driver/pod/pod_op.h"
 
+#include <algorithm>
+#include <chrono>
 #include <utility>
 
 namespace tpu {
@@ -7,9 +9,8 @@ namespace tpu {
 bool PodOp::Complete(absl::Status status, const PodOp* origin) {
   std::vector<std::function<void(absl::Status)>> callbacks;
   {
-    absl::MutexLock lock(&mu_);
-    if (completing_) return false;
-    completing_ = true;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_.load(std::memory_order_relaxed)) return false;
     status_ = std::move(status);
     if (origin != nullptr) {
       // Absl statuses share their payload: copying is cheap.
@@ -22,27 +23,38 @@ bool PodOp::Complete(absl::Status status, const PodOp* origin) {
       origin_status_ = status_;
     }
     callbacks.swap(callbacks_);
-    // Notify under the lock: a callback added after this point sees done().
-    done_.Notify();
+    // Set under the lock: a callback added after this point sees done().
+    done_.store(true, std::memory_order_release);
   }
+  cv_.notify_all();
   for (auto& callback : callbacks) callback(status_);
   return true;
 }
 
 absl::Status PodOp::Await() {
-  done_.WaitForNotification();
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return done_.load(std::memory_order_relaxed); });
   return status_;
 }
 
 std::optional<absl::Status> PodOp::AwaitWithTimeout(absl::Duration timeout) {
-  if (!done_.WaitForNotificationWithTimeout(timeout)) return std::nullopt;
+  if (timeout == absl::InfiniteDuration()) return Await();
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      absl::ToChronoNanoseconds(std::max(timeout, absl::ZeroDuration()));
+  if (!cv_.wait_until(lock, deadline, [this] {
+        return done_.load(std::memory_order_relaxed);
+      })) {
+    return std::nullopt;
+  }
   return status_;
 }
 
 void PodOp::AddCallback(std::function<void(absl::Status)> callback) {
   {
-    absl::MutexLock lock(&mu_);
-    if (!done_.HasBeenNotified()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!done_.load(std::memory_order_relaxed)) {
       callbacks_.push_back(std::move(callback));
       return;
     }

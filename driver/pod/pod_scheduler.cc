@@ -1,6 +1,7 @@
 #include "driver/pod/pod_scheduler.h"
 
 #include <atomic>
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -17,9 +18,10 @@ struct PodScheduler::Pending {
   // operation cannot start while its edges are still being added.
   std::atomic<int64_t> remaining{1};
 
-  absl::Mutex mu;
-  // The first dependency seen to fail.
-  std::shared_ptr<PodOp> failed_dep ABSL_GUARDED_BY(mu);
+  // std::mutex: one per operation (see pod_op.h).
+  std::mutex mu;
+  // The first dependency seen to fail. Guarded by mu.
+  std::shared_ptr<PodOp> failed_dep;
 };
 
 absl::Status DependencyFailedStatus(int64_t op_id, const char* op_kind,
@@ -105,7 +107,7 @@ std::shared_ptr<PodOp> PodScheduler::Wrap(Event* event) {
 void PodScheduler::DependencyDone(const std::shared_ptr<Pending>& pending,
                                   std::shared_ptr<PodOp> dep) {
   if (dep != nullptr && !dep->status().ok()) {
-    absl::MutexLock lock(&pending->mu);
+    std::lock_guard<std::mutex> lock(pending->mu);
     if (pending->failed_dep == nullptr) pending->failed_dep = std::move(dep);
   }
   if (pending->remaining.fetch_sub(1) == 1) Start(pending);
@@ -115,7 +117,7 @@ void PodScheduler::Start(const std::shared_ptr<Pending>& pending) {
   const std::shared_ptr<PodOp>& op = pending->op;
   std::shared_ptr<PodOp> failed_dep;
   {
-    absl::MutexLock lock(&pending->mu);
+    std::lock_guard<std::mutex> lock(pending->mu);
     failed_dep = pending->failed_dep;
   }
   const bool cancelled = shutting_down_.load();

@@ -1,9 +1,11 @@
 #include "driver/pod/testing/fake_driver.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -13,24 +15,28 @@ namespace tpu {
 namespace testing {
 namespace {
 
+// std::mutex rather than absl::Mutex: one per operation (see pod_op.h).
 class FakeEvent : public Event {
  public:
   absl::Status Await() override {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
     return status_;
   }
   std::optional<absl::Status> AwaitWithTimeout(
       absl::Duration timeout) override {
-    absl::MutexLock lock(&mu_);
-    if (!mu_.AwaitWithTimeout(absl::Condition(&done_), timeout)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(
+            lock,
+            absl::ToChronoNanoseconds(std::min(timeout, absl::Hours(24 * 365))),
+            [this] { return done_; })) {
       return std::nullopt;
     }
     return status_;
   }
   void AddCallback(std::function<void(absl::Status)> callback) override {
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       if (!done_) {
         callbacks_.push_back(std::move(callback));
         return;
@@ -41,25 +47,22 @@ class FakeEvent : public Event {
   void Complete(absl::Status status) {
     std::vector<std::function<void(absl::Status)>> callbacks;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       if (done_) return;
       done_ = true;
       status_ = std::move(status);
       callbacks.swap(callbacks_);
     }
+    cv_.notify_all();
     for (auto& callback : callbacks) callback(status_);
-  }
-  bool done() {
-    absl::MutexLock lock(&mu_);
-    return done_;
   }
 
  private:
-  absl::Mutex mu_;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
   absl::Status status_;
-  std::vector<std::function<void(absl::Status)>> callbacks_
-      ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<void(absl::Status)>> callbacks_;
 };
 
 struct FakeBuffer {
@@ -224,12 +227,12 @@ class FakeDriver : public TpuDriver {
     tpu_driver::SystemInfo info = s_->info;
     auto live = [this](tpu_driver::TpuCoreInfo& core)
                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_->mu) {
-      auto it = s_->hbm_in_use.find(core.id());
-      if (it != s_->hbm_in_use.end()) {
-        core.set_hbm_bytes_available(s_->options.hbm_bytes_per_core -
-                                     it->second);
-      }
-    };
+                      auto it = s_->hbm_in_use.find(core.id());
+                      if (it != s_->hbm_in_use.end()) {
+                        core.set_hbm_bytes_available(
+                            s_->options.hbm_bytes_per_core - it->second);
+                      }
+                    };
     for (auto& chip : *info.mutable_tpu_chip()) {
       for (auto& core : *chip.mutable_core()) live(core);
     }
