@@ -1,0 +1,127 @@
+// tpu_emulator: serves the tpu_driver.CloudTpuDriver protocol as a Cloud TPU
+// worker does, with HLO programs run by the interpreter on this host's CPUs.
+//
+//   tpu_emulator [--port=8470] [--bind=127.0.0.1] [--port_file=PATH]
+//                [--chips=4] [--cores_per_chip=2] [--hbm_bytes_per_core=N]
+//                [--pod_hosts=1] [--host_id=0] [--tpu_numerics=false]
+//                [--max_idle_time_seconds=3600]
+//
+// Prints "tpu_emulator listening on HOST:PORT" once it serves (and writes
+// PORT to --port_file). SIGINT/SIGTERM shut it down gracefully (exit 0).
+
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "emulator/server.h"
+
+ABSL_FLAG(int, port, 8470, "Port to listen on; 0 picks a free port.");
+ABSL_FLAG(std::string, bind, "127.0.0.1", "Address to listen on.");
+ABSL_FLAG(std::string, port_file, "",
+          "If set, the chosen port is written here once the server is ready.");
+ABSL_FLAG(int, chips, 4, "TPU chips this worker serves.");
+ABSL_FLAG(int, cores_per_chip, 2, "TPU cores per chip.");
+ABSL_FLAG(int64_t, hbm_bytes_per_core, int64_t{16} << 30,
+          "HBM capacity of each core (accounting; not committed up front).");
+ABSL_FLAG(int, pod_hosts, 1,
+          "Hosts in the pod slice this worker is part of (1: a lone worker).");
+ABSL_FLAG(int, host_id, 0, "This worker's host id within the pod slice.");
+ABSL_FLAG(bool, tpu_numerics, false,
+          "Compute f32 matrix products with DEFAULT precision as a TPU does.");
+ABSL_FLAG(int, max_idle_time_seconds, 3600,
+          "Seconds an idle client keeps its resources.");
+
+namespace {
+
+int Fail(const std::string& message) {
+  fprintf(stderr, "tpu_emulator: %s\n", message.c_str());
+  return 2;
+}
+
+// Written to a temporary file and renamed, so a reader never sees a partial
+// port number.
+absl::Status WritePortFile(const std::string& path, int port) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    out.close();
+    if (!out) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot write the port file ", tmp));
+    }
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    unlink(tmp.c_str());
+    return absl::UnavailableError(
+        absl::StrCat("cannot create the port file ", path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Serves the tpu_driver.CloudTpuDriver protocol as an emulated TPU "
+      "worker.\nUsage: tpu_emulator [--port=8470] [--bind=127.0.0.1] "
+      "[--port_file=PATH] [--chips=4] [--cores_per_chip=2] "
+      "[--hbm_bytes_per_core=N] [--pod_hosts=1] [--host_id=0] "
+      "[--tpu_numerics=false] [--max_idle_time_seconds=3600]");
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() > 1) {
+    return Fail(absl::StrCat("unexpected argument '", positional[1],
+                             "'; see --help."));
+  }
+
+  // Block the shutdown signals in every thread (the server's threads inherit
+  // the mask) so that only sigwait below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  tpu::ServerOptions options;
+  options.port = absl::GetFlag(FLAGS_port);
+  options.bind = absl::GetFlag(FLAGS_bind);
+  options.worker.chips = absl::GetFlag(FLAGS_chips);
+  options.worker.cores_per_chip = absl::GetFlag(FLAGS_cores_per_chip);
+  options.worker.hbm_bytes_per_core = absl::GetFlag(FLAGS_hbm_bytes_per_core);
+  options.worker.pod_hosts = absl::GetFlag(FLAGS_pod_hosts);
+  options.worker.host_id = absl::GetFlag(FLAGS_host_id);
+  options.worker.tpu_numerics = absl::GetFlag(FLAGS_tpu_numerics);
+  options.worker.max_idle_time_seconds =
+      absl::GetFlag(FLAGS_max_idle_time_seconds);
+
+  absl::StatusOr<std::unique_ptr<tpu::Server>> server =
+      tpu::Server::Start(options);
+  if (!server.ok()) return Fail(server.status().ToString());
+
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty()) {
+    absl::Status written = WritePortFile(port_file, (*server)->port());
+    if (!written.ok()) return Fail(written.ToString());
+  }
+  printf("tpu_emulator listening on %s\n", (*server)->address().c_str());
+  fflush(stdout);
+
+  int received = 0;
+  sigwait(&signals, &received);
+  fprintf(stderr, "tpu_emulator: %s received, shutting down\n",
+          received == SIGINT ? "SIGINT" : "SIGTERM");
+  (*server)->Shutdown();
+  server->reset();
+  return 0;
+}
