@@ -607,12 +607,15 @@ std::shared_ptr<Event> PodDriver::TransferFromDeviceToDevice(
   if (!deps.ok()) return FailedEvent(kind, deps.status());
   const int64_t src_id = (*from)->id();
   const int64_t dst_id = (*to)->id();
-  // A buffer whose allocation failed up front has no core: its op failed,
-  // so scheduling on worker 0 only reports that failure.
-  const int src_worker =
-      (*from)->core_id() < 0 ? 0 : topology_.cores[(*from)->core_id()].worker;
-  const int dst_worker =
-      (*to)->core_id() < 0 ? 0 : topology_.cores[(*to)->core_id()].worker;
+  // A buffer whose allocation failed up front has no core. Its operation
+  // failed, so the copy only has to report that: any worker will do.
+  int src_worker =
+      (*from)->core_id() < 0 ? -1 : topology_.cores[(*from)->core_id()].worker;
+  int dst_worker =
+      (*to)->core_id() < 0 ? -1 : topology_.cores[(*to)->core_id()].worker;
+  if (src_worker < 0 || dst_worker < 0) {
+    src_worker = dst_worker = std::max({src_worker, dst_worker, 0});
+  }
 
   if (src_worker == dst_worker) {
     deps->push_back((*from)->op());

@@ -269,6 +269,16 @@ TEST_F(PodDriverTest, CopyAcrossWorkersFreesHostMemoryOnEveryErrorPath) {
   EXPECT_EQ(driver_->BounceBytesForTesting(), 0);
 }
 
+TEST_F(PodDriverTest, CopyFromABufferThatFailedUpFrontNamesItsAllocation) {
+  auto bad = driver_->Allocate(99, HBM, 8, {});
+  auto dst = driver_->Allocate(3, HBM, 8, {});
+  absl::Status status =
+      driver_->TransferFromDeviceToDevice(bad.get(), dst.get(), {})->Await();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("Core 99 does not exist"));
+  EXPECT_THAT(status.message(), HasSubstr("(Allocate), which failed"));
+}
+
 TEST_F(PodDriverTest, CompileOnceAndExecuteOnCoresOfDifferentWorkers) {
   constexpr int64_t kBytes = 16;
   auto compiled =
