@@ -348,17 +348,17 @@ absl::StatusOr<Literal> RunSelectAndScatter(const Literal& operand,
 }
 
 TEST(SelectAndScatterTest, HandComputedOverlappingWindowsGeVsGt) {
-  // operand [1 5 5 2], windows of 2 with stride 1: {1,5} {5,5} {5,2}.
-  // GE keeps the first of equal maxima: selects 1, 1, 1 -> all three
-  // source values land on index 1. GT moves to the later of equal maxima:
-  // selects 1, 2, 2.
+  // operand [1 5 5 2], windows of 2 with stride 1 over indices {0,1} {1,2}
+  // {2,3}. GE keeps the first of equal maxima: selects 1, 1, 2 -> index 1
+  // gets 10 + 20, index 2 gets 30. GT moves to the later of equal maxima:
+  // selects 1, 2, 2 -> index 1 gets 10, index 2 gets 20 + 30.
   const Literal operand = Vec<float>(xla::F32, {4}, {1, 5, 5, 2});
   const Literal source = Vec<float>(xla::F32, {3}, {10, 20, 30});
   const Literal init = Scalar<float>(xla::F32, 0.5f);
   absl::StatusOr<Literal> ge =
       RunSelectAndScatter(operand, source, init, "GE", {Win{2}});
   ASSERT_TRUE(ge.ok()) << ge.status();
-  EXPECT_EQ(Values<float>(*ge), (std::vector<float>{0.5f, 60.5f, 0.5f, 0.5f}));
+  EXPECT_EQ(Values<float>(*ge), (std::vector<float>{0.5f, 30.5f, 30.5f, 0.5f}));
   absl::StatusOr<Literal> gt =
       RunSelectAndScatter(operand, source, init, "GT", {Win{2}});
   ASSERT_TRUE(gt.ok()) << gt.status();
