@@ -1,0 +1,69 @@
+#include "emulator/interpreter/kernel.h"
+
+#include "absl/status/status.h"
+#include "emulator/interpreter/plan.h"
+#include "unsupported/Eigen/CXX11/Tensor"
+
+namespace tpu {
+namespace interpreter {
+namespace {
+
+class FnKernel : public Kernel {
+ public:
+  explicit FnKernel(KernelFn fn) : fn_(std::move(fn)) {}
+  absl::StatusOr<Literal> Run(
+      KernelContext& context,
+      absl::Span<const Operand> operands) const override {
+    return fn_(context, operands);
+  }
+
+ private:
+  KernelFn fn_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> MakeKernel(KernelFn fn) {
+  return std::make_unique<FnKernel>(std::move(fn));
+}
+
+void KernelRegistry::Register(const std::string& opcode,
+                              KernelFactory factory) {
+  factories_[opcode] = factory;
+}
+
+KernelFactory KernelRegistry::Find(const std::string& opcode) const {
+  auto it = factories_.find(opcode);
+  return it == factories_.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> KernelRegistry::Opcodes() const {
+  std::vector<std::string> opcodes;
+  for (const auto& [opcode, factory] : factories_) opcodes.push_back(opcode);
+  std::sort(opcodes.begin(), opcodes.end());
+  return opcodes;
+}
+
+const Eigen::ThreadPoolDevice* KernelContext::device() const {
+  return state_->context().device;
+}
+
+const ExecutionContext& KernelContext::execution() const {
+  return state_->context();
+}
+
+absl::Status KernelContext::CheckCancelled() const {
+  const std::atomic<bool>* cancelled = state_->context().cancelled;
+  if (cancelled != nullptr && cancelled->load(std::memory_order_relaxed)) {
+    return absl::CancelledError("execution cancelled");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Literal> KernelContext::Call(
+    const CompiledComputation& computation, std::vector<Literal> arguments) {
+  return computation.Run(*state_, std::move(arguments));
+}
+
+}  // namespace interpreter
+}  // namespace tpu

@@ -1,0 +1,30 @@
+// The list of kernel families (see the extension point in kernel.h).
+
+#include "emulator/interpreter/kernel.h"
+
+namespace tpu {
+namespace interpreter {
+namespace {
+
+KernelRegistry* BuildGlobal() {
+  auto* registry = new KernelRegistry();
+  RegisterStructuralKernels(*registry);
+  RegisterControlFlowKernels(*registry);
+  RegisterElementwiseKernels(*registry);
+  RegisterCompareSelectKernels(*registry);
+  RegisterConvertKernels(*registry);
+  RegisterDataMovementKernels(*registry);
+  RegisterDotKernels(*registry);
+  RegisterReduceKernels(*registry);
+  return registry;
+}
+
+}  // namespace
+
+const KernelRegistry& KernelRegistry::Global() {
+  static const KernelRegistry* registry = BuildGlobal();
+  return *registry;
+}
+
+}  // namespace interpreter
+}  // namespace tpu

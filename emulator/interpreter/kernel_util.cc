@@ -1,0 +1,331 @@
+#include "emulator/interpreter/kernel_util.h"
+
+#include <cstring>
+
+#include "unsupported/Eigen/CXX11/Tensor"
+
+namespace tpu {
+namespace interpreter {
+
+absl::Status UnsupportedType(const HloInstruction& instruction,
+                             xla::PrimitiveType type) {
+  return absl::UnimplementedError(
+      absl::StrCat("the interpreter does not support ", instruction.opcode(),
+                   " on element type ", PrimitiveTypeName(type)));
+}
+
+absl::Status Malformed(absl::string_view what) {
+  return absl::InvalidArgumentError(what);
+}
+
+absl::Status ExpectOperands(const HloInstruction& instruction, int64_t n) {
+  if (instruction.operand_count() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(instruction.opcode(), " takes ", n, " operand",
+                     n == 1 ? "" : "s", ", got ", instruction.operand_count()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExpectArray(const Shape& shape, absl::string_view what) {
+  if (!shape.IsArray()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be an array, got ", shape.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExpectResultShape(const HloInstruction& instruction,
+                               const Shape& expected) {
+  if (instruction.shape() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "result shape ", instruction.shape().ToString(), " does not match ",
+        instruction.opcode(), "'s inferred shape ", expected.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+void ParallelFor(const Eigen::ThreadPoolDevice* device, int64_t n,
+                 double cost_per_item,
+                 const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (device == nullptr || device->numThreads() <= 1 ||
+      n * cost_per_item < 20000) {
+    fn(0, n);
+    return;
+  }
+  device->parallelFor(
+      n, Eigen::TensorOpCost(0, 0, cost_per_item),
+      [&fn](Eigen::Index begin, Eigen::Index end) { fn(begin, end); });
+}
+
+Literal OutputReusing(const Shape& shape, absl::Span<const Operand> operands,
+                      std::initializer_list<int> candidates) {
+  for (int i : candidates) {
+    const Operand& operand = operands[i];
+    if (!operand.last_use) continue;
+    const std::shared_ptr<AlignedBuffer>& buffer = operand.value->buffer();
+    if (buffer == nullptr || buffer.use_count() != 1) continue;
+    if (buffer->size() != shape.ByteSize()) continue;
+    absl::StatusOr<Literal> reused = Literal::FromBuffer(shape, buffer);
+    if (reused.ok()) return *std::move(reused);
+  }
+  return Literal::Uninitialized(shape);
+}
+
+std::vector<int64_t> RowMajorStrides(absl::Span<const int64_t> dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 2; i >= 0; --i) {
+    strides[i] = strides[i + 1] * dims[i + 1];
+  }
+  return strides;
+}
+
+namespace {
+
+template <typename W>
+void CopyRow(const W* src, int64_t stride, int64_t n, W* dst) {
+  if (stride == 1) {
+    std::memcpy(dst, src, n * sizeof(W));
+  } else if (stride == 0) {
+    std::fill(dst, dst + n, *src);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i * stride];
+  }
+}
+
+struct Bytes16 {
+  uint64_t lo, hi;
+};
+
+void CopyRowOfWidth(int64_t width, const char* src, int64_t stride, int64_t n,
+                    char* dst) {
+  switch (width) {
+    case 1:
+      return CopyRow(reinterpret_cast<const uint8_t*>(src), stride, n,
+                     reinterpret_cast<uint8_t*>(dst));
+    case 2:
+      return CopyRow(reinterpret_cast<const uint16_t*>(src), stride, n,
+                     reinterpret_cast<uint16_t*>(dst));
+    case 4:
+      return CopyRow(reinterpret_cast<const uint32_t*>(src), stride, n,
+                     reinterpret_cast<uint32_t*>(dst));
+    case 8:
+      return CopyRow(reinterpret_cast<const uint64_t*>(src), stride, n,
+                     reinterpret_cast<uint64_t*>(dst));
+    case 16:
+      return CopyRow(reinterpret_cast<const Bytes16*>(src), stride, n,
+                     reinterpret_cast<Bytes16*>(dst));
+    default:
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(dst + i * width, src + i * stride * width, width);
+      }
+  }
+}
+
+template <typename W, int kRank>
+void ShuffleImpl(const Eigen::ThreadPoolDevice* device,
+                 const std::vector<int64_t>& dims,
+                 const std::vector<int64_t>& perm, const void* src, void* dst) {
+  Eigen::array<Eigen::Index, kRank> in_dims, shuffle, out_dims;
+  for (int i = 0; i < kRank; ++i) {
+    in_dims[i] = dims[i];
+    shuffle[i] = perm[i];
+  }
+  for (int i = 0; i < kRank; ++i) out_dims[i] = dims[perm[i]];
+  Eigen::TensorMap<const Eigen::Tensor<W, kRank, Eigen::RowMajor>> in(
+      static_cast<const W*>(src), in_dims);
+  Eigen::TensorMap<Eigen::Tensor<W, kRank, Eigen::RowMajor>> out(
+      static_cast<W*>(dst), out_dims);
+  if (device != nullptr) {
+    out.device(*device) = in.shuffle(shuffle);
+  } else {
+    out = in.shuffle(shuffle);
+  }
+}
+
+template <typename W>
+bool ShuffleOfWidth(const Eigen::ThreadPoolDevice* device,
+                    const std::vector<int64_t>& dims,
+                    const std::vector<int64_t>& perm, const void* src,
+                    void* dst) {
+  switch (dims.size()) {
+    case 2:
+      ShuffleImpl<W, 2>(device, dims, perm, src, dst);
+      return true;
+    case 3:
+      ShuffleImpl<W, 3>(device, dims, perm, src, dst);
+      return true;
+    case 4:
+      ShuffleImpl<W, 4>(device, dims, perm, src, dst);
+      return true;
+    case 5:
+      ShuffleImpl<W, 5>(device, dims, perm, src, dst);
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void StridedCopy(const Eigen::ThreadPoolDevice* device, int64_t width,
+                 absl::Span<const int64_t> out_dims, const void* src,
+                 absl::Span<const int64_t> src_strides, void* dst) {
+  const int64_t rank = out_dims.size();
+  const char* s = static_cast<const char*>(src);
+  char* d = static_cast<char*>(dst);
+  if (rank == 0) {
+    std::memcpy(d, s, width);
+    return;
+  }
+  int64_t total = 1;
+  for (int64_t dim : out_dims) total *= dim;
+  if (total == 0) return;
+  const int64_t inner = out_dims[rank - 1];
+  const int64_t inner_stride = src_strides[rank - 1];
+  const int64_t rows = total / inner;
+  std::vector<int64_t> outer(out_dims.begin(), out_dims.end() - 1);
+  std::vector<int64_t> strides(src_strides.begin(), src_strides.end() - 1);
+  ParallelFor(device, rows, 2.0 * inner + 10, [&](int64_t begin, int64_t end) {
+    // Multi-index of row `begin`.
+    std::vector<int64_t> index(outer.size(), 0);
+    int64_t r = begin;
+    for (int64_t k = static_cast<int64_t>(outer.size()) - 1; k >= 0; --k) {
+      index[k] = r % outer[k];
+      r /= outer[k];
+    }
+    int64_t offset = 0;
+    for (size_t k = 0; k < outer.size(); ++k) offset += index[k] * strides[k];
+    for (int64_t row = begin; row < end; ++row) {
+      CopyRowOfWidth(width, s + offset * width, inner_stride, inner,
+                     d + row * inner * width);
+      for (int64_t k = static_cast<int64_t>(outer.size()) - 1; k >= 0; --k) {
+        offset += strides[k];
+        if (++index[k] < outer[k]) break;
+        offset -= strides[k] * outer[k];
+        index[k] = 0;
+      }
+    }
+  });
+}
+
+void Transpose(const Eigen::ThreadPoolDevice* device, int64_t width,
+               absl::Span<const int64_t> in_dims,
+               absl::Span<const int64_t> perm, const void* src, void* dst) {
+  // Drop size-1 dimensions and merge runs of dimensions that stay adjacent.
+  std::vector<int64_t> keep;  // input dims with size > 1
+  int64_t total = 1;
+  for (int64_t d : in_dims) total *= d;
+  if (total == 0) return;
+  std::vector<int64_t> new_index(in_dims.size(), -1);
+  for (size_t d = 0; d < in_dims.size(); ++d) {
+    if (in_dims[d] != 1) {
+      new_index[d] = keep.size();
+      keep.push_back(d);
+    }
+  }
+  std::vector<int64_t> p;  // perm over kept dims
+  for (int64_t d : perm) {
+    if (new_index[d] >= 0) p.push_back(new_index[d]);
+  }
+  std::vector<int64_t> dims;
+  for (int64_t d : keep) dims.push_back(in_dims[d]);
+  // Merge: output positions i, i+1 with p[i+1] == p[i] + 1.
+  std::vector<std::vector<int64_t>> groups;  // groups of input dims, in
+                                             // output order
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (!groups.empty() && groups.back().back() + 1 == p[i]) {
+      groups.back().push_back(p[i]);
+    } else {
+      groups.push_back({p[i]});
+    }
+  }
+  // Groups sorted by their first input dim give the merged input order.
+  std::vector<size_t> by_input(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) by_input[g] = g;
+  std::sort(by_input.begin(), by_input.end(),
+            [&](size_t a, size_t b) { return groups[a][0] < groups[b][0]; });
+  std::vector<int64_t> merged_dims(groups.size());
+  std::vector<int64_t> input_position(groups.size());
+  for (size_t k = 0; k < by_input.size(); ++k) {
+    int64_t size = 1;
+    for (int64_t d : groups[by_input[k]]) size *= dims[d];
+    merged_dims[k] = size;
+    input_position[by_input[k]] = k;
+  }
+  std::vector<int64_t> merged_perm(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    merged_perm[g] = input_position[g];
+  }
+  bool identity = true;
+  for (size_t i = 0; i < merged_perm.size(); ++i) {
+    if (merged_perm[i] != static_cast<int64_t>(i)) identity = false;
+  }
+  if (identity) {
+    std::memcpy(dst, src, total * width);
+    return;
+  }
+  bool done = false;
+  switch (width) {
+    case 1:
+      done =
+          ShuffleOfWidth<uint8_t>(device, merged_dims, merged_perm, src, dst);
+      break;
+    case 2:
+      done =
+          ShuffleOfWidth<uint16_t>(device, merged_dims, merged_perm, src, dst);
+      break;
+    case 4:
+      done =
+          ShuffleOfWidth<uint32_t>(device, merged_dims, merged_perm, src, dst);
+      break;
+    case 8:
+      done =
+          ShuffleOfWidth<uint64_t>(device, merged_dims, merged_perm, src, dst);
+      break;
+    default:
+      break;
+  }
+  if (done) return;
+  std::vector<int64_t> in_strides = RowMajorStrides(merged_dims);
+  std::vector<int64_t> out_dims(merged_perm.size()),
+      strides(merged_perm.size());
+  for (size_t i = 0; i < merged_perm.size(); ++i) {
+    out_dims[i] = merged_dims[merged_perm[i]];
+    strides[i] = in_strides[merged_perm[i]];
+  }
+  StridedCopy(device, width, out_dims, src, strides, dst);
+}
+
+int64_t ScalarAsInt64(const Literal& literal) {
+  const void* p = literal.untyped_data();
+  switch (literal.shape().element_type()) {
+    case xla::S8:
+      return *static_cast<const int8_t*>(p);
+    case xla::S16:
+      return *static_cast<const int16_t*>(p);
+    case xla::S32:
+      return *static_cast<const int32_t*>(p);
+    case xla::S64:
+      return *static_cast<const int64_t*>(p);
+    case xla::U8:
+      return *static_cast<const uint8_t*>(p);
+    case xla::U16:
+      return *static_cast<const uint16_t*>(p);
+    case xla::U32:
+      return *static_cast<const uint32_t*>(p);
+    case xla::U64: {
+      uint64_t v = *static_cast<const uint64_t*>(p);
+      return v > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX
+                                                  : static_cast<int64_t>(v);
+    }
+    case xla::PRED:
+      return *static_cast<const bool*>(p) ? 1 : 0;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace interpreter
+}  // namespace tpu

@@ -1,0 +1,168 @@
+#include "emulator/interpreter/plan.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace tpu {
+namespace interpreter {
+namespace {
+
+template <typename Fn>
+void ForEachBuffer(const Literal& value, Fn fn) {
+  if (value.shape().IsTuple()) {
+    for (int64_t i = 0; i < value.tuple_size(); ++i) {
+      ForEachBuffer(value.element(i), fn);
+    }
+  } else if (value.buffer() != nullptr) {
+    fn(value.buffer().get());
+  }
+}
+
+absl::Status WithContext(const absl::Status& status,
+                         const HloInstruction& instruction) {
+  return absl::Status(status.code(), absl::StrCat("HLO ", instruction.Context(),
+                                                  ": ", status.message()));
+}
+
+}  // namespace
+
+void ExecState::Acquire(const Literal& value, bool is_argument) {
+  ForEachBuffer(value, [&](const AlignedBuffer* buffer) {
+    Entry& entry = buffers_[buffer];
+    if (entry.count++ == 0) {
+      entry.bytes = buffer->size();
+      entry.is_argument = is_argument;
+      if (!is_argument) {
+        live_ += entry.bytes;
+        if (live_ > peak_) peak_ = live_;
+      }
+    }
+  });
+}
+
+void ExecState::Release(const Literal& value) {
+  ForEachBuffer(value, [&](const AlignedBuffer* buffer) {
+    auto it = buffers_.find(buffer);
+    if (it == buffers_.end()) return;
+    if (--it->second.count == 0) {
+      if (!it->second.is_argument) live_ -= it->second.bytes;
+      buffers_.erase(it);
+    }
+  });
+}
+
+absl::StatusOr<std::unique_ptr<CompiledComputation>> CompiledComputation::Build(
+    const HloComputation& computation, KernelCompiler& compiler) {
+  auto plan = std::unique_ptr<CompiledComputation>(new CompiledComputation());
+  plan->hlo_ = &computation;
+  const auto& order = computation.instructions_in_order();
+  absl::flat_hash_map<const HloInstruction*, int64_t> slot;
+  for (size_t i = 0; i < order.size(); ++i) slot[order[i]] = i;
+
+  const KernelRegistry& registry = compiler.registry();
+  std::vector<int64_t> last_step(order.size(), -1);
+  plan->steps_.resize(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    const HloInstruction& instruction = *order[i];
+    Step& step = plan->steps_[i];
+    step.instruction = &instruction;
+    for (const HloInstruction* operand : instruction.operands()) {
+      step.operand_slots.push_back(slot[operand]);
+      last_step[slot[operand]] = i;
+    }
+    if (instruction.opcode() == "parameter") {
+      step.parameter_number = instruction.proto().parameter_number();
+      if (instruction.operand_count() != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "HLO ", instruction.Context(), ": parameter has operands"));
+      }
+      continue;
+    }
+    KernelFactory factory = registry.Find(instruction.opcode());
+    if (factory == nullptr) {
+      return absl::UnimplementedError(
+          absl::StrCat("HLO ", instruction.Context(),
+                       ": the interpreter does not support "
+                       "opcode \"",
+                       instruction.opcode(), "\" (result type ",
+                       instruction.shape().ToString(), ")"));
+    }
+    absl::StatusOr<std::unique_ptr<Kernel>> kernel =
+        factory(instruction, compiler);
+    if (!kernel.ok()) return WithContext(kernel.status(), instruction);
+    step.kernel = *std::move(kernel);
+  }
+  plan->root_slot_ = slot[computation.root()];
+  for (size_t s = 0; s < order.size(); ++s) {
+    if (static_cast<int64_t>(s) == plan->root_slot_) continue;
+    if (last_step[s] >= 0) {
+      plan->steps_[last_step[s]].release_after.push_back(s);
+    } else if (plan->steps_[s].parameter_number >= 0) {
+      plan->unused_parameter_slots_.push_back(s);
+    } else {
+      // Computed but never used (dead code): free right away.
+      plan->steps_[s].release_after.push_back(s);
+    }
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    Step& step = plan->steps_[i];
+    step.last_use.resize(step.operand_slots.size());
+    for (size_t o = 0; o < step.operand_slots.size(); ++o) {
+      step.last_use[o] =
+          last_step[step.operand_slots[o]] == static_cast<int64_t>(i) &&
+          step.operand_slots[o] != plan->root_slot_;
+    }
+  }
+  return plan;
+}
+
+absl::StatusOr<Literal> CompiledComputation::Run(
+    ExecState& state, std::vector<Literal> arguments) const {
+  std::vector<Literal> slots(steps_.size());
+  auto release = [&](int64_t s) {
+    state.Release(slots[s]);
+    slots[s] = Literal();
+  };
+  KernelContext context(&state);
+  std::vector<Operand> operands;
+  // Parameters first: their slots may be freed by the first steps.
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
+    if (step.parameter_number < 0) continue;
+    slots[i] = std::move(arguments[step.parameter_number]);
+    state.Acquire(slots[i], /*is_argument=*/true);
+  }
+  for (int64_t s : unused_parameter_slots_) release(s);
+  arguments.clear();
+
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const Step& step = steps_[i];
+    if (step.kernel != nullptr) {
+      absl::Status cancelled = context.CheckCancelled();
+      if (!cancelled.ok()) return cancelled;
+      operands.clear();
+      for (size_t o = 0; o < step.operand_slots.size(); ++o) {
+        operands.push_back({&slots[step.operand_slots[o]], step.last_use[o]});
+      }
+      absl::StatusOr<Literal> result = step.kernel->Run(context, operands);
+      if (!result.ok()) {
+        if (result.status().code() == absl::StatusCode::kCancelled) {
+          return result.status();
+        }
+        return WithContext(result.status(), *step.instruction);
+      }
+      slots[i] = *std::move(result);
+      state.Acquire(slots[i], /*is_argument=*/false);
+      ++state.instructions_executed;
+    }
+    for (int64_t s : step.release_after) release(s);
+  }
+  Literal result = std::move(slots[root_slot_]);
+  state.Release(result);
+  return result;
+}
+
+}  // namespace interpreter
+}  // namespace tpu

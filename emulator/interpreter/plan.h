@@ -1,0 +1,86 @@
+#ifndef SOFTWARE_TPU_EMULATOR_INTERPRETER_PLAN_H_
+#define SOFTWARE_TPU_EMULATOR_INTERPRETER_PLAN_H_
+
+// The execution plan of one computation and the state of one execution.
+//
+// A CompiledComputation is the computation's instructions in topological
+// order, each with its kernel and operand slots, plus for every step the
+// slots whose last use it is (freed right after the step). ExecState carries
+// one execution's context and its live-memory accounting.
+//
+// Thread safety: CompiledComputation is immutable after Build and may run
+// concurrently; ExecState belongs to one execution (one thread).
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "emulator/interpreter/executable.h"
+#include "emulator/interpreter/kernel.h"
+#include "hlo/hlo_module.h"
+#include "hlo/literal.h"
+
+namespace tpu {
+namespace interpreter {
+
+class ExecState {
+ public:
+  explicit ExecState(const ExecutionContext& context) : context_(context) {}
+
+  const ExecutionContext& context() const { return context_; }
+
+  // Live-memory accounting of values held by the executor, per distinct
+  // buffer. Argument buffers are tracked but never counted.
+  void Acquire(const Literal& value, bool is_argument);
+  void Release(const Literal& value);
+  int64_t peak_live_bytes() const { return peak_; }
+  int64_t instructions_executed = 0;
+
+ private:
+  struct Entry {
+    int64_t count = 0;
+    int64_t bytes = 0;
+    bool is_argument = false;
+  };
+  const ExecutionContext& context_;
+  absl::flat_hash_map<const AlignedBuffer*, Entry> buffers_;
+  int64_t live_ = 0;
+  int64_t peak_ = 0;
+};
+
+class CompiledComputation {
+ public:
+  // Chooses a kernel for every instruction (see kernel.h for the factory
+  // contract). Errors name the computation and instruction.
+  static absl::StatusOr<std::unique_ptr<CompiledComputation>> Build(
+      const HloComputation& computation, KernelCompiler& compiler);
+
+  const HloComputation& hlo() const { return *hlo_; }
+
+  // REQUIRES: arguments match the parameter shapes (checked by callers that
+  // take arguments from outside; kernels guarantee it by construction).
+  absl::StatusOr<Literal> Run(ExecState& state,
+                              std::vector<Literal> arguments) const;
+
+ private:
+  struct Step {
+    const HloInstruction* instruction;
+    std::unique_ptr<Kernel> kernel;  // null for parameters
+    int64_t parameter_number = -1;
+    std::vector<int64_t> operand_slots;
+    std::vector<bool> last_use;          // per operand
+    std::vector<int64_t> release_after;  // slots dead after this step
+  };
+
+  const HloComputation* hlo_ = nullptr;
+  std::vector<Step> steps_;  // slot i is produced by steps_[i]
+  std::vector<int64_t> unused_parameter_slots_;
+  int64_t root_slot_ = 0;
+};
+
+}  // namespace interpreter
+}  // namespace tpu
+
+#endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_PLAN_H_
