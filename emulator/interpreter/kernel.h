@@ -127,6 +127,8 @@ void RegisterConvertKernels(KernelRegistry& registry);
 void RegisterDataMovementKernels(KernelRegistry& registry);
 void RegisterDotKernels(KernelRegistry& registry);
 void RegisterReduceKernels(KernelRegistry& registry);
+void RegisterGatherScatterKernels(KernelRegistry& registry);
+void RegisterSortKernels(KernelRegistry& registry);
 
 }  // namespace interpreter
 }  // namespace tpu

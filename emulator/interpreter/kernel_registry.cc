@@ -16,6 +16,8 @@ KernelRegistry* BuildGlobal() {
   RegisterDataMovementKernels(*registry);
   RegisterDotKernels(*registry);
   RegisterReduceKernels(*registry);
+  RegisterGatherScatterKernels(*registry);
+  RegisterSortKernels(*registry);
   return registry;
 }
 
