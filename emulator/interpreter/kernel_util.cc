@@ -59,6 +59,10 @@ void ParallelFor(const Eigen::ThreadPoolDevice* device, int64_t n,
       [&fn](Eigen::Index begin, Eigen::Index end) { fn(begin, end); });
 }
 
+// Kernels write outputs through const_cast<void*>(out.untyped_data()), not
+// mutable_untyped_data(): a reused output shares its buffer with the dead
+// operand until the executor drops that operand right after the kernel, so
+// copy-on-write would defeat the reuse. Outputs are the kernel's own.
 Literal OutputReusing(const Shape& shape, absl::Span<const Operand> operands,
                       std::initializer_list<int> candidates) {
   for (int i : candidates) {
@@ -296,6 +300,90 @@ void Transpose(const Eigen::ThreadPoolDevice* device, int64_t width,
     strides[i] = in_strides[merged_perm[i]];
   }
   StridedCopy(device, width, out_dims, src, strides, dst);
+}
+
+// dst[sum(i_d * dst_strides[d])] = src[sum(i_d * src_strides[d])] for every
+// index i of `dims`. Strides in elements, any sign.
+void CopyND(const Eigen::ThreadPoolDevice* device, int64_t width,
+            const std::vector<int64_t>& dims, const char* src,
+            const std::vector<int64_t>& src_strides, char* dst,
+            const std::vector<int64_t>& dst_strides) {
+  const int64_t rank = dims.size();
+  int64_t total = 1;
+  for (int64_t d : dims) total *= d;
+  if (total == 0) return;
+  if (rank == 0) {
+    std::memcpy(dst, src, width);
+    return;
+  }
+  const int64_t inner = dims[rank - 1];
+  const int64_t s_in = src_strides[rank - 1], d_in = dst_strides[rank - 1];
+  const int64_t rows = total / inner;
+  ParallelFor(device, rows, 2.0 * inner + 10, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> index(rank - 1, 0);
+    int64_t r = begin;
+    for (int64_t k = rank - 2; k >= 0; --k) {
+      index[k] = r % dims[k];
+      r /= dims[k];
+    }
+    int64_t so = 0, doff = 0;
+    for (int64_t k = 0; k < rank - 1; ++k) {
+      so += index[k] * src_strides[k];
+      doff += index[k] * dst_strides[k];
+    }
+    for (int64_t row = begin; row < end; ++row) {
+      const char* s = src + so * width;
+      char* d = dst + doff * width;
+      if (s_in == 1 && d_in == 1) {
+        std::memcpy(d, s, inner * width);
+      } else {
+        for (int64_t i = 0; i < inner; ++i) {
+          std::memcpy(d + i * d_in * width, s + i * s_in * width, width);
+        }
+      }
+      for (int64_t k = rank - 2; k >= 0; --k) {
+        so += src_strides[k];
+        doff += dst_strides[k];
+        if (++index[k] < dims[k]) break;
+        so -= src_strides[k] * dims[k];
+        doff -= dst_strides[k] * dims[k];
+        index[k] = 0;
+      }
+    }
+  });
+}
+
+// Fills `n` elements of `width` bytes with `value`.
+void Fill(const Eigen::ThreadPoolDevice* device, int64_t width, int64_t n,
+          const void* value, void* dst) {
+  ParallelFor(device, n, 1, [&](int64_t begin, int64_t end) {
+    char* d = static_cast<char*>(dst);
+    switch (width) {
+      case 1:
+        std::memset(d + begin, *static_cast<const uint8_t*>(value),
+                    end - begin);
+        return;
+      case 2:
+        std::fill(reinterpret_cast<uint16_t*>(d) + begin,
+                  reinterpret_cast<uint16_t*>(d) + end,
+                  *static_cast<const uint16_t*>(value));
+        return;
+      case 4:
+        std::fill(reinterpret_cast<uint32_t*>(d) + begin,
+                  reinterpret_cast<uint32_t*>(d) + end,
+                  *static_cast<const uint32_t*>(value));
+        return;
+      case 8:
+        std::fill(reinterpret_cast<uint64_t*>(d) + begin,
+                  reinterpret_cast<uint64_t*>(d) + end,
+                  *static_cast<const uint64_t*>(value));
+        return;
+      default:
+        for (int64_t i = begin; i < end; ++i) {
+          std::memcpy(d + i * width, value, width);
+        }
+    }
+  });
 }
 
 int64_t ScalarAsInt64(const Literal& literal) {

@@ -146,6 +146,17 @@ void Transpose(const Eigen::ThreadPoolDevice* device, int64_t width,
                absl::Span<const int64_t> in_dims,
                absl::Span<const int64_t> perm, const void* src, void* dst);
 
+// dst[sum(i_d * dst_strides[d])] = src[sum(i_d * src_strides[d])] for every
+// index i of `dims` (strides in elements, any sign).
+void CopyND(const Eigen::ThreadPoolDevice* device, int64_t width,
+            const std::vector<int64_t>& dims, const char* src,
+            const std::vector<int64_t>& src_strides, char* dst,
+            const std::vector<int64_t>& dst_strides);
+
+// Fills `n` elements of `width` bytes with `*value`.
+void Fill(const Eigen::ThreadPoolDevice* device, int64_t width, int64_t n,
+          const void* value, void* dst);
+
 // Reads a scalar integer literal of any integer type as int64.
 int64_t ScalarAsInt64(const Literal& literal);
 

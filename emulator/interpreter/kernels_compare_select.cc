@@ -57,7 +57,7 @@ std::unique_ptr<Kernel> MakeCompare(const Shape& shape) {
         Literal out = Literal::Uninitialized(shape);
         BinaryLoop(context.device(), operands[0].value->data<T>().data(),
                    operands[1].value->data<T>().data(),
-                   static_cast<bool*>(out.mutable_untyped_data()),
+                   static_cast<bool*>(const_cast<void*>(out.untyped_data())),
                    shape.element_count(), 1, [](const T& a, const T& b) {
                      if constexpr (kTotal) {
                        return CompareValues<kDir>(TotalOrderKey(a),
@@ -196,7 +196,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileSelect(
     const bool* p = operands[0].value->data<bool>().data();
     const void* a = operands[1].value->untyped_data();
     const void* b = operands[2].value->untyped_data();
-    void* o = out.mutable_untyped_data();
+    void* o = const_cast<void*>(out.untyped_data());
     const int64_t n = shape.element_count();
     switch (width) {
       case 1:
@@ -261,7 +261,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileClamp(
             const T* lo = operands[0].value->data<T>().data();
             const T* v = operands[1].value->data<T>().data();
             const T* hi = operands[2].value->data<T>().data();
-            T* o = static_cast<T*>(out.mutable_untyped_data());
+            T* o = static_cast<T*>(const_cast<void*>(out.untyped_data()));
             using C = ComputeType<T>;
             ParallelFor(context.device(), shape.element_count(), 2,
                         [&](int64_t begin, int64_t end) {

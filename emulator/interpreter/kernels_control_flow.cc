@@ -1,6 +1,8 @@
 // Kernel family: call, fusion, while, conditional, and custom-call (which
 // supports no targets yet: every target is UNIMPLEMENTED at compile time).
 
+#include <cstring>
+
 #include "emulator/interpreter/kernel_util.h"
 #include "emulator/interpreter/plan.h"
 
@@ -172,6 +174,63 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConditional(
       });
 }
 
+// map: the computation applied to the operands' elements, one call per
+// element.
+absl::StatusOr<std::unique_ptr<Kernel>> CompileMap(
+    const HloInstruction& instruction, KernelCompiler& compiler) {
+  if (absl::Status s = ExpectCalled(instruction, 1); !s.ok()) return s;
+  if (instruction.operand_count() < 1) {
+    return Malformed("map needs at least one operand");
+  }
+  const Shape& result = instruction.shape();
+  if (absl::Status s = ExpectArray(result, "result"); !s.ok()) return s;
+  std::vector<Shape> scalars;
+  for (const HloInstruction* operand : instruction.operands()) {
+    if (absl::Status s = ExpectArray(operand->shape(), "operand"); !s.ok()) {
+      return s;
+    }
+    if (operand->shape().dimensions() != result.dimensions()) {
+      return Malformed("map operands must have the result's dimensions");
+    }
+    scalars.push_back(Shape::Scalar(operand->shape().element_type()));
+  }
+  const HloComputation& callee = *instruction.called_computations()[0];
+  if (absl::Status s = ExpectSignature(callee, scalars,
+                                       Shape::Scalar(result.element_type()));
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<const CompiledComputation*> compiled =
+      compiler.Compile(&callee);
+  if (!compiled.ok()) return compiled.status();
+  const CompiledComputation* plan = *compiled;
+  return MakeKernel([plan, scalars, result](KernelContext& context,
+                                            absl::Span<const Operand> operands)
+                        -> absl::StatusOr<Literal> {
+    Literal out = Literal::Uninitialized(result);
+    const int64_t n = result.element_count();
+    const int64_t out_width = ByteWidth(result.element_type());
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<Literal> args;
+      for (size_t k = 0; k < operands.size(); ++k) {
+        const int64_t w = ByteWidth(scalars[k].element_type());
+        Literal v = Literal::Uninitialized(scalars[k]);
+        std::memcpy(
+            const_cast<void*>(v.untyped_data()),
+            static_cast<const char*>(operands[k].value->untyped_data()) + i * w,
+            w);
+        args.push_back(std::move(v));
+      }
+      absl::StatusOr<Literal> r = context.Call(*plan, std::move(args));
+      if (!r.ok()) return r.status();
+      std::memcpy(static_cast<char*>(const_cast<void*>(out.untyped_data())) +
+                      i * out_width,
+                  r->untyped_data(), out_width);
+    }
+    return out;
+  });
+}
+
 absl::StatusOr<std::unique_ptr<Kernel>> CompileCustomCall(
     const HloInstruction& instruction, KernelCompiler&) {
   return absl::UnimplementedError(
@@ -186,6 +245,7 @@ void RegisterControlFlowKernels(KernelRegistry& registry) {
   registry.Register("fusion", &CompileCall);
   registry.Register("while", &CompileWhile);
   registry.Register("conditional", &CompileConditional);
+  registry.Register("map", &CompileMap);
   registry.Register("custom-call", &CompileCustomCall);
 }
 

@@ -77,7 +77,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> ConvertFrom(
                                 : Literal::Uninitialized(shape);
               UnaryLoop(context.device(),
                         operands[0].value->data<From>().data(),
-                        static_cast<To*>(out.mutable_untyped_data()),
+                        static_cast<To*>(const_cast<void*>(out.untyped_data())),
                         shape.element_count(), 2,
                         [](const From& v) { return ConvertValue<To>(v); });
               return out;

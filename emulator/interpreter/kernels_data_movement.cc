@@ -11,90 +11,6 @@ namespace tpu {
 namespace interpreter {
 namespace {
 
-// dst[sum(i_d * dst_strides[d])] = src[sum(i_d * src_strides[d])] for every
-// index i of `dims`. Strides in elements, any sign.
-void CopyND(const Eigen::ThreadPoolDevice* device, int64_t width,
-            const std::vector<int64_t>& dims, const char* src,
-            const std::vector<int64_t>& src_strides, char* dst,
-            const std::vector<int64_t>& dst_strides) {
-  const int64_t rank = dims.size();
-  int64_t total = 1;
-  for (int64_t d : dims) total *= d;
-  if (total == 0) return;
-  if (rank == 0) {
-    std::memcpy(dst, src, width);
-    return;
-  }
-  const int64_t inner = dims[rank - 1];
-  const int64_t s_in = src_strides[rank - 1], d_in = dst_strides[rank - 1];
-  const int64_t rows = total / inner;
-  ParallelFor(device, rows, 2.0 * inner + 10, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> index(rank - 1, 0);
-    int64_t r = begin;
-    for (int64_t k = rank - 2; k >= 0; --k) {
-      index[k] = r % dims[k];
-      r /= dims[k];
-    }
-    int64_t so = 0, doff = 0;
-    for (int64_t k = 0; k < rank - 1; ++k) {
-      so += index[k] * src_strides[k];
-      doff += index[k] * dst_strides[k];
-    }
-    for (int64_t row = begin; row < end; ++row) {
-      const char* s = src + so * width;
-      char* d = dst + doff * width;
-      if (s_in == 1 && d_in == 1) {
-        std::memcpy(d, s, inner * width);
-      } else {
-        for (int64_t i = 0; i < inner; ++i) {
-          std::memcpy(d + i * d_in * width, s + i * s_in * width, width);
-        }
-      }
-      for (int64_t k = rank - 2; k >= 0; --k) {
-        so += src_strides[k];
-        doff += dst_strides[k];
-        if (++index[k] < dims[k]) break;
-        so -= src_strides[k] * dims[k];
-        doff -= dst_strides[k] * dims[k];
-        index[k] = 0;
-      }
-    }
-  });
-}
-
-// Fills `n` elements of `width` bytes with `value`.
-void Fill(const Eigen::ThreadPoolDevice* device, int64_t width, int64_t n,
-          const void* value, void* dst) {
-  ParallelFor(device, n, 1, [&](int64_t begin, int64_t end) {
-    char* d = static_cast<char*>(dst);
-    switch (width) {
-      case 1:
-        std::memset(d + begin, *static_cast<const uint8_t*>(value),
-                    end - begin);
-        return;
-      case 2:
-        std::fill(reinterpret_cast<uint16_t*>(d) + begin,
-                  reinterpret_cast<uint16_t*>(d) + end,
-                  *static_cast<const uint16_t*>(value));
-        return;
-      case 4:
-        std::fill(reinterpret_cast<uint32_t*>(d) + begin,
-                  reinterpret_cast<uint32_t*>(d) + end,
-                  *static_cast<const uint32_t*>(value));
-        return;
-      case 8:
-        std::fill(reinterpret_cast<uint64_t*>(d) + begin,
-                  reinterpret_cast<uint64_t*>(d) + end,
-                  *static_cast<const uint64_t*>(value));
-        return;
-      default:
-        for (int64_t i = begin; i < end; ++i) {
-          std::memcpy(d + i * width, value, width);
-        }
-    }
-  });
-}
-
 std::vector<int64_t> Dims(const HloInstruction& instruction) {
   const auto& d = instruction.proto().dimensions();
   return std::vector<int64_t>(d.begin(), d.end());
@@ -149,7 +65,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileBroadcast(
         Literal result = Literal::Uninitialized(shape);
         StridedCopy(context.device(), width, shape.dimensions(),
                     operands[0].value->untyped_data(), strides,
-                    result.mutable_untyped_data());
+                    const_cast<void*>(result.untyped_data()));
         return result;
       });
 }
@@ -212,7 +128,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileTranspose(
         Literal result = Literal::Uninitialized(shape);
         Transpose(context.device(), width, in_dims, perm,
                   operands[0].value->untyped_data(),
-                  result.mutable_untyped_data());
+                  const_cast<void*>(result.untyped_data()));
         return result;
       });
 }
@@ -259,7 +175,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileSlice(
             context.device(), width, shape.dimensions(),
             static_cast<const char*>(operands[0].value->untyped_data()) +
                 offset * width,
-            strides, result.mutable_untyped_data());
+            strides, const_cast<void*>(result.untyped_data()));
         return result;
       });
 }
@@ -333,7 +249,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileDynamicSlice(
             context.device(), width, shape.dimensions(),
             static_cast<const char*>(operands[0].value->untyped_data()) +
                 offset * width,
-            in_strides, result.mutable_untyped_data());
+            in_strides, const_cast<void*>(result.untyped_data()));
         return result;
       });
 }
@@ -371,7 +287,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileDynamicUpdateSlice(
         // In place when the operand is dead and unshared (the common loop
         // case).
         Literal result = OutputReusing(shape, operands, {0});
-        char* out = static_cast<char*>(result.mutable_untyped_data());
+        char* out =
+            static_cast<char*>(const_cast<void*>(result.untyped_data()));
         if (result.buffer() != operands[0].value->buffer()) {
           std::memcpy(out, operands[0].value->untyped_data(), shape.ByteSize());
         }
@@ -428,29 +345,28 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConcatenate(
   for (int64_t d = 0; d < axis; ++d) outer *= out_dims[d];
   for (int64_t d = axis + 1; d < first.rank(); ++d) inner *= out_dims[d];
   const Shape shape = instruction.shape();
-  return MakeKernel(
-      [=](KernelContext& context,
-          absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
-        Literal result = Literal::Uninitialized(shape);
-        char* out = static_cast<char*>(result.mutable_untyped_data());
-        const int64_t out_row = out_dims[axis] * inner;
-        int64_t column = 0;
-        for (size_t i = 0; i < sizes.size(); ++i) {
-          const int64_t row = sizes[i] * inner;
-          const char* src =
-              static_cast<const char*>(operands[i].value->untyped_data());
-          const int64_t col = column;
-          ParallelFor(context.device(), outer, row / 4.0 + 10,
-                      [&](int64_t begin, int64_t end) {
-                        for (int64_t o = begin; o < end; ++o) {
-                          std::memcpy(out + o * out_row + col, src + o * row,
-                                      row);
-                        }
-                      });
-          column += row;
-        }
-        return result;
-      });
+  return MakeKernel([=](KernelContext& context,
+                        absl::Span<const Operand> operands)
+                        -> absl::StatusOr<Literal> {
+    Literal result = Literal::Uninitialized(shape);
+    char* out = static_cast<char*>(const_cast<void*>(result.untyped_data()));
+    const int64_t out_row = out_dims[axis] * inner;
+    int64_t column = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const int64_t row = sizes[i] * inner;
+      const char* src =
+          static_cast<const char*>(operands[i].value->untyped_data());
+      const int64_t col = column;
+      ParallelFor(context.device(), outer, row / 4.0 + 10,
+                  [&](int64_t begin, int64_t end) {
+                    for (int64_t o = begin; o < end; ++o) {
+                      std::memcpy(out + o * out_row + col, src + o * row, row);
+                    }
+                  });
+      column += row;
+    }
+    return result;
+  });
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> CompilePad(
@@ -526,7 +442,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompilePad(
       [=](KernelContext& context,
           absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
         Literal result = Literal::Uninitialized(shape);
-        char* out = static_cast<char*>(result.mutable_untyped_data());
+        char* out =
+            static_cast<char*>(const_cast<void*>(result.untyped_data()));
         Fill(context.device(), width, shape.element_count(),
              operands[1].value->untyped_data(), out);
         if (!empty && in.element_count() > 0) {
@@ -566,7 +483,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileReverse(
             context.device(), width, shape.dimensions(),
             static_cast<const char*>(operands[0].value->untyped_data()) +
                 offset * width,
-            strides, result.mutable_untyped_data());
+            strides, const_cast<void*>(result.untyped_data()));
         return result;
       });
 }
@@ -599,7 +516,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileIota(
               [=](KernelContext& context,
                   absl::Span<const Operand>) -> absl::StatusOr<Literal> {
                 Literal result = Literal::Uninitialized(shape);
-                T* out = static_cast<T*>(result.mutable_untyped_data());
+                T* out =
+                    static_cast<T*>(const_cast<void*>(result.untyped_data()));
                 ParallelFor(
                     context.device(), shape.element_count(), 2,
                     [&](int64_t begin, int64_t end) {

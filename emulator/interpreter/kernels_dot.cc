@@ -59,7 +59,7 @@ std::unique_ptr<Kernel> MakeDotKernel(const DotPlan& plan) {
         C* out;
         std::shared_ptr<AlignedBuffer> out_storage;
         if constexpr (std::is_same_v<C, R>) {
-          out = static_cast<C*>(result.mutable_untyped_data());
+          out = static_cast<C*>(const_cast<void*>(result.untyped_data()));
         } else {
           out_storage =
               AlignedBuffer::Allocate(plan.result.element_count() * sizeof(C));
@@ -88,7 +88,8 @@ std::unique_ptr<Kernel> MakeDotKernel(const DotPlan& plan) {
           gemm(R8::kBf16, R8::kBf16, true);
         }
         if constexpr (!std::is_same_v<C, R>) {
-          UnaryLoop(device, out, static_cast<R*>(result.mutable_untyped_data()),
+          UnaryLoop(device, out,
+                    static_cast<R*>(const_cast<void*>(result.untyped_data())),
                     plan.result.element_count(), 2, [](const C& v) {
                       if constexpr (std::is_same_v<R, bool>) {
                         return v != C(0);

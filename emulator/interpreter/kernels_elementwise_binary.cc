@@ -227,7 +227,7 @@ std::unique_ptr<Kernel> MakeBinaryKernel(const Shape& shape) {
         Literal out = OutputReusing(shape, operands, {0, 1});
         BinaryLoop(context.device(), operands[0].value->data<T>().data(),
                    operands[1].value->data<T>().data(),
-                   static_cast<T*>(out.mutable_untyped_data()),
+                   static_cast<T*>(const_cast<void*>(out.untyped_data())),
                    shape.element_count(), kCost, BinaryFn<kOp, T>());
         return out;
       });
@@ -285,12 +285,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileComplex(
         [shape](KernelContext& context,
                 absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
           Literal result = Literal::Uninitialized(shape);
-          BinaryLoop(
-              context.device(), operands[0].value->data<R>().data(),
-              operands[1].value->data<R>().data(),
-              static_cast<std::complex<R>*>(result.mutable_untyped_data()),
-              shape.element_count(), 1,
-              [](R a, R b) { return std::complex<R>(a, b); });
+          BinaryLoop(context.device(), operands[0].value->data<R>().data(),
+                     operands[1].value->data<R>().data(),
+                     static_cast<std::complex<R>*>(
+                         const_cast<void*>(result.untyped_data())),
+                     shape.element_count(), 1,
+                     [](R a, R b) { return std::complex<R>(a, b); });
           return result;
         });
   };

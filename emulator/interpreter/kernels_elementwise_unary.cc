@@ -252,7 +252,7 @@ std::unique_ptr<Kernel> MakeUnaryKernel(const Shape& shape) {
               absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
         Literal out = OutputReusing(shape, operands, {0});
         const T* in = operands[0].value->data<T>().data();
-        T* o = static_cast<T*>(out.mutable_untyped_data());
+        T* o = static_cast<T*>(const_cast<void*>(out.untyped_data()));
         const int64_t n = shape.element_count();
         if constexpr ((std::is_same_v<T, float> ||
                        std::is_same_v<T, double>)&&kHasEigenArrayOp<kOp>) {
@@ -287,16 +287,18 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileUnary(
     const Shape shape = instruction.shape();
     auto make = [&](auto tag) {
       using R = typename decltype(tag)::type;
-      return MakeKernel([shape](KernelContext& context,
-                                absl::Span<const Operand> operands)
-                            -> absl::StatusOr<Literal> {
-        Literal out = Literal::Uninitialized(shape);
-        UnaryLoop(
-            context.device(), operands[0].value->data<std::complex<R>>().data(),
-            static_cast<R*>(out.mutable_untyped_data()), shape.element_count(),
-            10, [](std::complex<R> v) { return std::abs(v); });
-        return out;
-      });
+      return MakeKernel(
+          [shape](
+              KernelContext& context,
+              absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+            Literal out = Literal::Uninitialized(shape);
+            UnaryLoop(context.device(),
+                      operands[0].value->data<std::complex<R>>().data(),
+                      static_cast<R*>(const_cast<void*>(out.untyped_data())),
+                      shape.element_count(), 10,
+                      [](std::complex<R> v) { return std::abs(v); });
+            return out;
+          });
     };
     if (type == xla::C64) return make(TypeTag<float>{});
     return make(TypeTag<double>{});
@@ -353,7 +355,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileComponent(
           Literal out = Literal::Uninitialized(shape);
           UnaryLoop(context.device(),
                     operands[0].value->data<std::complex<R>>().data(),
-                    static_cast<R*>(out.mutable_untyped_data()),
+                    static_cast<R*>(const_cast<void*>(out.untyped_data())),
                     shape.element_count(), 1, [](std::complex<R> v) {
                       return kReal ? v.real() : v.imag();
                     });
@@ -384,7 +386,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileIsFinite(
                                 -> absl::StatusOr<Literal> {
             Literal out = Literal::Uninitialized(shape);
             UnaryLoop(context.device(), operands[0].value->data<T>().data(),
-                      static_cast<bool*>(out.mutable_untyped_data()),
+                      static_cast<bool*>(const_cast<void*>(out.untyped_data())),
                       shape.element_count(), 1, [](T v) {
                         return static_cast<bool>(
                             std::isfinite(static_cast<ComputeType<T>>(v)));
@@ -471,7 +473,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileReducePrecision(
             Literal out = OutputReusing(shape, operands, {0});
             UnaryLoop(
                 context.device(), operands[0].value->data<T>().data(),
-                static_cast<T*>(out.mutable_untyped_data()),
+                static_cast<T*>(const_cast<void*>(out.untyped_data())),
                 shape.element_count(), 4, [=](T v) {
                   if constexpr (std::is_same_v<T, double>) {
                     return ReducePrecisionValue<double, uint64_t>(

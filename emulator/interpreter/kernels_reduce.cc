@@ -141,7 +141,7 @@ std::unique_ptr<Kernel> MakeFastReduce(const ReduceLayout& layout) {
         }
         const C init = static_cast<C>(operands[1].value->data<T>()[0]);
         Literal result = Literal::Uninitialized(layout.result);
-        T* out = static_cast<T*>(result.mutable_untyped_data());
+        T* out = static_cast<T*>(const_cast<void*>(result.untyped_data()));
         const int64_t outer = layout.outer, r = layout.reduced,
                       inner = layout.inner;
         if (inner == 1) {
@@ -233,7 +233,7 @@ std::unique_ptr<Kernel> MakeGenericReduce(const CompiledComputation* reducer,
             for (int64_t i = 0; i < n; ++i) {
               Literal v = Literal::Uninitialized(scalar_shapes[i]);
               std::memcpy(
-                  v.mutable_untyped_data(),
+                  const_cast<void*>(v.untyped_data()),
                   static_cast<const char*>(operands[i].value->untyped_data()) +
                       offset * widths[i],
                   widths[i]);
@@ -254,7 +254,8 @@ std::unique_ptr<Kernel> MakeGenericReduce(const CompiledComputation* reducer,
             }
           }
           for (int64_t i = 0; i < n; ++i) {
-            std::memcpy(static_cast<char*>(outputs[i].mutable_untyped_data()) +
+            std::memcpy(static_cast<char*>(
+                            const_cast<void*>(outputs[i].untyped_data())) +
                             k * widths[i],
                         acc[i].untyped_data(), widths[i]);
           }

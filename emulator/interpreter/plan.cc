@@ -2,8 +2,10 @@
 
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "emulator/interpreter/fusion.h"
 
 namespace tpu {
 namespace interpreter {
@@ -62,15 +64,33 @@ absl::StatusOr<std::unique_ptr<CompiledComputation>> CompiledComputation::Build(
   for (size_t i = 0; i < order.size(); ++i) slot[order[i]] = i;
 
   const KernelRegistry& registry = compiler.registry();
+  // Elementwise loop fusion: group roots take their group's kernel and read
+  // the group's leaves; absorbed instructions are validated but not run.
+  std::vector<FusionGroup> groups = FindElementwiseFusions(computation);
+  absl::flat_hash_map<const HloInstruction*, FusionGroup*> group_of_root;
+  absl::flat_hash_set<const HloInstruction*> absorbed;
+  for (FusionGroup& group : groups) {
+    group_of_root[group.root] = &group;
+    for (const HloInstruction* i : group.absorbed) absorbed.insert(i);
+  }
   std::vector<int64_t> last_step(order.size(), -1);
   plan->steps_.resize(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
     const HloInstruction& instruction = *order[i];
     Step& step = plan->steps_[i];
     step.instruction = &instruction;
-    for (const HloInstruction* operand : instruction.operands()) {
-      step.operand_slots.push_back(slot[operand]);
-      last_step[slot[operand]] = i;
+    auto group = group_of_root.find(&instruction);
+    const bool skipped = absorbed.contains(&instruction);
+    if (group != group_of_root.end()) {
+      for (const HloInstruction* leaf : group->second->leaves) {
+        step.operand_slots.push_back(slot[leaf]);
+        last_step[slot[leaf]] = i;
+      }
+    } else if (!skipped) {
+      for (const HloInstruction* operand : instruction.operands()) {
+        step.operand_slots.push_back(slot[operand]);
+        last_step[slot[operand]] = i;
+      }
     }
     if (instruction.opcode() == "parameter") {
       step.parameter_number = instruction.proto().parameter_number();
@@ -92,7 +112,13 @@ absl::StatusOr<std::unique_ptr<CompiledComputation>> CompiledComputation::Build(
     absl::StatusOr<std::unique_ptr<Kernel>> kernel =
         factory(instruction, compiler);
     if (!kernel.ok()) return WithContext(kernel.status(), instruction);
-    step.kernel = *std::move(kernel);
+    if (skipped) {
+      step.skipped = true;
+    } else if (group != group_of_root.end()) {
+      step.kernel = std::move(group->second->kernel);
+    } else {
+      step.kernel = *std::move(kernel);
+    }
   }
   plan->root_slot_ = slot[computation.root()];
   for (size_t s = 0; s < order.size(); ++s) {
@@ -101,7 +127,7 @@ absl::StatusOr<std::unique_ptr<CompiledComputation>> CompiledComputation::Build(
       plan->steps_[last_step[s]].release_after.push_back(s);
     } else if (plan->steps_[s].parameter_number >= 0) {
       plan->unused_parameter_slots_.push_back(s);
-    } else {
+    } else if (!plan->steps_[s].skipped) {
       // Computed but never used (dead code): free right away.
       plan->steps_[s].release_after.push_back(s);
     }

@@ -69,6 +69,7 @@ class CompiledComputation {
     const HloInstruction* instruction;
     std::unique_ptr<Kernel> kernel;  // null for parameters
     int64_t parameter_number = -1;
+    bool skipped = false;  // computed inside a fused kernel
     std::vector<int64_t> operand_slots;
     std::vector<bool> last_use;          // per operand
     std::vector<int64_t> release_after;  // slots dead after this step

@@ -1,7 +1,10 @@
 #include "emulator/interpreter/test_util.h"
 
 #include "Eigen/Core"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "hlo/text/hlo_parser.h"
 
 namespace tpu {
 namespace testing {
@@ -210,6 +213,34 @@ absl::StatusOr<Literal> RunModule(const xla::HloModuleProto& module,
   ExecutionContext context;
   context.device = device;
   return (*executable)->Execute(std::move(arguments), context, stats);
+}
+
+namespace {
+
+// Tests may leave out the "HloModule name" header line.
+absl::StatusOr<xla::HloModuleProto> Parse(absl::string_view text) {
+  absl::string_view rest = absl::StripLeadingAsciiWhitespace(text);
+  if (absl::StartsWith(rest, "HloModule")) return hlo::ParseHloModule(text);
+  return hlo::ParseHloModule(absl::StrCat("HloModule test\n", text));
+}
+
+}  // namespace
+
+absl::StatusOr<Literal> RunHlo(absl::string_view text,
+                               std::vector<Literal> arguments,
+                               const CompileOptions& options,
+                               const Eigen::ThreadPoolDevice* device,
+                               ExecutionStats* stats) {
+  absl::StatusOr<xla::HloModuleProto> module = Parse(text);
+  if (!module.ok()) return module.status();
+  return RunModule(*module, std::move(arguments), options, device, stats);
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> CompileHlo(
+    absl::string_view text, const CompileOptions& options) {
+  absl::StatusOr<xla::HloModuleProto> module = Parse(text);
+  if (!module.ok()) return module.status();
+  return Executable::Compile(*module, options);
 }
 
 }  // namespace testing

@@ -140,6 +140,17 @@ absl::StatusOr<Literal> RunModule(
     const Eigen::ThreadPoolDevice* device = nullptr,
     ExecutionStats* stats = nullptr);
 
+// Parses HLO text (tpu::hlo::ParseHloModule) and runs it. A parse error is
+// returned as is.
+absl::StatusOr<Literal> RunHlo(absl::string_view text,
+                               std::vector<Literal> arguments,
+                               const CompileOptions& options = {},
+                               const Eigen::ThreadPoolDevice* device = nullptr,
+                               ExecutionStats* stats = nullptr);
+// Parses HLO text and compiles it.
+absl::StatusOr<std::unique_ptr<Executable>> CompileHlo(
+    absl::string_view text, const CompileOptions& options = {});
+
 }  // namespace testing
 }  // namespace tpu
 

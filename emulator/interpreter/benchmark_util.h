@@ -1,0 +1,71 @@
+#ifndef SOFTWARE_TPU_EMULATOR_INTERPRETER_BENCHMARK_UTIL_H_
+#define SOFTWARE_TPU_EMULATOR_INTERPRETER_BENCHMARK_UTIL_H_
+
+// Helpers for interpreter benchmarks: one shared thread pool, best-of-N
+// timing of a baseline measured in the same process, compiling HLO text.
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "emulator/interpreter/executable.h"
+#include "emulator/interpreter/test_util.h"
+#include "unsupported/Eigen/CXX11/Tensor"
+
+namespace tpu {
+namespace bench {
+
+// The pool every benchmark (and its baseline) runs on: one thread per core.
+inline const Eigen::ThreadPoolDevice* Device() {
+  static const int threads = std::max(1u, std::thread::hardware_concurrency());
+  static Eigen::ThreadPool* pool = new Eigen::ThreadPool(threads);
+  static Eigen::ThreadPoolDevice* device =
+      new Eigen::ThreadPoolDevice(pool, threads);
+  return device;
+}
+
+// Seconds of the fastest of `reps` runs of fn (after one warm-up run).
+inline double BestSeconds(const std::function<void()>& fn, int reps = 5) {
+  fn();
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    fn();
+    std::chrono::duration<double> d = std::chrono::steady_clock::now() - start;
+    best = std::min(best, d.count());
+  }
+  return best;
+}
+
+inline std::unique_ptr<Executable> MustCompile(
+    const std::string& text, const CompileOptions& options = {}) {
+  absl::StatusOr<std::unique_ptr<Executable>> exe =
+      testing::CompileHlo(text, options);
+  if (!exe.ok()) {
+    std::fprintf(stderr, "compile failed: %s\n",
+                 exe.status().ToString().c_str());
+    std::abort();
+  }
+  return *std::move(exe);
+}
+
+inline Literal MustExecute(const Executable& exe, std::vector<Literal> args) {
+  ExecutionContext context;
+  context.device = Device();
+  absl::StatusOr<Literal> out = exe.Execute(std::move(args), context, nullptr);
+  if (!out.ok()) {
+    std::fprintf(stderr, "execute failed: %s\n",
+                 out.status().ToString().c_str());
+    std::abort();
+  }
+  return *std::move(out);
+}
+
+}  // namespace bench
+}  // namespace tpu
+
+#endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_BENCHMARK_UTIL_H_

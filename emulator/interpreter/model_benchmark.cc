@@ -1,0 +1,92 @@
+// A whole small model: one MLP training step (forward, backward, SGD) with
+// batch 256, 512 -> 1024 -> 128, reported as ms per step. Run:
+//   bazel run -c opt //emulator/interpreter:model_benchmark
+
+#include "absl/strings/str_replace.h"
+#include "benchmark/benchmark.h"
+#include "emulator/interpreter/benchmark_util.h"
+
+namespace tpu {
+namespace {
+
+constexpr char kMlpStep[] = R"(
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+ENTRY step {
+  x = f32[%B,%I] parameter(0)
+  y = f32[%B,%O] parameter(1)
+  w1 = f32[%I,%H] parameter(2)
+  b1 = f32[%H] parameter(3)
+  w2 = f32[%H,%O] parameter(4)
+  b2 = f32[%O] parameter(5)
+  xw = f32[%B,%H] dot(x, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  b1b = f32[%B,%H] broadcast(b1), dimensions={1}
+  z = f32[%B,%H] add(xw, b1b)
+  zero = f32[] constant(0)
+  zeros = f32[%B,%H] broadcast(zero), dimensions={}
+  h = f32[%B,%H] maximum(z, zeros)
+  hw = f32[%B,%O] dot(h, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  b2b = f32[%B,%O] broadcast(b2), dimensions={1}
+  o = f32[%B,%O] add(hw, b2b)
+  diff = f32[%B,%O] subtract(o, y)
+  sq = f32[%B,%O] multiply(diff, diff)
+  loss = f32[] reduce(sq, zero), dimensions={0,1}, to_apply=add
+  dw2 = f32[%H,%O] dot(h, diff), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  db2 = f32[%O] reduce(diff, zero), dimensions={0}, to_apply=add
+  dh = f32[%B,%H] dot(diff, w2), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  pos = pred[%B,%H] compare(z, zeros), direction=GT
+  dz = f32[%B,%H] select(pos, dh, zeros)
+  dw1 = f32[%I,%H] dot(x, dz), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  db1 = f32[%H] reduce(dz, zero), dimensions={0}, to_apply=add
+  lr = f32[] constant(0.001)
+  l1 = f32[%I,%H] broadcast(lr), dimensions={}
+  u1 = f32[%I,%H] multiply(dw1, l1)
+  w1n = f32[%I,%H] subtract(w1, u1)
+  l2 = f32[%H] broadcast(lr), dimensions={}
+  v1 = f32[%H] multiply(db1, l2)
+  b1n = f32[%H] subtract(b1, v1)
+  l3 = f32[%H,%O] broadcast(lr), dimensions={}
+  u2 = f32[%H,%O] multiply(dw2, l3)
+  w2n = f32[%H,%O] subtract(w2, u2)
+  l4 = f32[%O] broadcast(lr), dimensions={}
+  v2 = f32[%O] multiply(db2, l4)
+  b2n = f32[%O] subtract(b2, v2)
+  ROOT out = (f32[], f32[%I,%H], f32[%H], f32[%H,%O], f32[%O]) tuple(loss, w1n, b1n, w2n, b2n)
+}
+)";
+
+Literal Filled(std::vector<int64_t> dims) {
+  Literal l = Literal::Uninitialized(Shape::Array(xla::F32, dims));
+  auto p = l.mutable_data<float>();
+  for (size_t i = 0; i < p.size(); ++i) p[i] = 0.01f * ((i * 7) % 13) - 0.06f;
+  return l;
+}
+
+void BM_MlpTrainingStep(benchmark::State& state) {
+  const int64_t B = 256, I = 512, H = 1024, O = 128;
+  const std::string text = absl::StrReplaceAll(
+      kMlpStep, {{"%B", "256"}, {"%I", "512"}, {"%H", "1024"}, {"%O", "128"}});
+  std::unique_ptr<Executable> exe = bench::MustCompile(text);
+  std::vector<Literal> args = {Filled({B, I}), Filled({B, O}), Filled({I, H}),
+                               Filled({H}),    Filled({H, O}), Filled({O})};
+  ExecutionStats stats;
+  auto run = [&] {
+    ExecutionContext context;
+    context.device = bench::Device();
+    absl::StatusOr<Literal> out = exe->Execute(args, context, &stats);
+    if (!out.ok()) std::abort();
+    benchmark::DoNotOptimize(out->tuple_size());
+  };
+  for (auto _ : state) run();
+  state.counters["ms_per_step"] = bench::BestSeconds(run) * 1e3;
+  state.counters["peak_live_MB"] = stats.peak_live_bytes / 1e6;
+}
+BENCHMARK(BM_MlpTrainingStep)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace tpu
+
+BENCHMARK_MAIN();
