@@ -127,16 +127,13 @@ void RegisterConvertKernels(KernelRegistry& registry);
 void RegisterDataMovementKernels(KernelRegistry& registry);
 void RegisterDotKernels(KernelRegistry& registry);
 void RegisterReduceKernels(KernelRegistry& registry);
-<<<<<<< HEAD
-void RegisterConvolutionKernels(KernelRegistry& registry);  // kernels2
-void RegisterWindowKernels(KernelRegistry& registry);       // kernels2
-void RegisterLinalgKernels(KernelRegistry& registry);       // kernels2
-void RegisterFftKernels(KernelRegistry& registry);          // kernels2
-void RegisterRngKernels(KernelRegistry& registry);          // kernels2
-=======
+void RegisterConvolutionKernels(KernelRegistry& registry);
+void RegisterWindowKernels(KernelRegistry& registry);     
+void RegisterLinalgKernels(KernelRegistry& registry);     
+void RegisterFftKernels(KernelRegistry& registry);        
+void RegisterRngKernels(KernelRegistry& registry);        
 void RegisterGatherScatterKernels(KernelRegistry& registry);
 void RegisterSortKernels(KernelRegistry& registry);
->>>>>>> interp
 
 }  // namespace interpreter
 }  // namespace tpu

@@ -16,16 +16,13 @@ KernelRegistry* BuildGlobal() {
   RegisterDataMovementKernels(*registry);
   RegisterDotKernels(*registry);
   RegisterReduceKernels(*registry);
-<<<<<<< HEAD
   RegisterConvolutionKernels(*registry);
   RegisterWindowKernels(*registry);
   RegisterLinalgKernels(*registry);
   RegisterFftKernels(*registry);
   RegisterRngKernels(*registry);
-=======
   RegisterGatherScatterKernels(*registry);
   RegisterSortKernels(*registry);
->>>>>>> interp
   return registry;
 }
 
