@@ -167,12 +167,12 @@ TEST(BinaryTest, ServesEndToEndAndShutsDownOnSigterm) {
 
 TEST(BinaryTest, BadFlagsGiveOneLineErrorAndNonZeroExit) {
   for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{{"--no_such_flag=1"},
-                                             {"--port=seventy"},
-                                             {"--chips=0", "--port=0"},
-                                             {"--port=70000"},
-                                             {"--pod_hosts=2", "--host_id=2",
-                                              "--port=0"}}) {
+       std::vector<std::vector<std::string>>{
+           {"--no_such_flag=1"},
+           {"--port=seventy"},
+           {"--chips=0", "--port=0"},
+           {"--port=70000"},
+           {"--pod_hosts=2", "--host_id=2", "--port=0"}}) {
     const std::string out = TempPath("bad_stdout");
     const std::string err = TempPath("bad_stderr");
     Child child(args, out, err);

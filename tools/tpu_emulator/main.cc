@@ -81,8 +81,8 @@ int main(int argc, char** argv) {
       "[--tpu_numerics=false] [--max_idle_time_seconds=3600]");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
-    return Fail(absl::StrCat("unexpected argument '", positional[1],
-                             "'; see --help."));
+    return Fail(
+        absl::StrCat("unexpected argument '", positional[1], "'; see --help."));
   }
 
   // Block the shutdown signals in every thread (the server's threads inherit
