@@ -1,0 +1,68 @@
+#include "driver/completion_event.h"
+
+#include <atomic>
+#include <utility>
+
+namespace tpu {
+
+std::shared_ptr<CompletionEvent> CompletionEvent::Done(absl::Status status,
+                                                       uint64_t owner) {
+  auto event = std::make_shared<CompletionEvent>(EventId{}, owner);
+  event->set_submitted();
+  event->Complete(std::move(status));
+  return event;
+}
+
+absl::Status CompletionEvent::Await() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&done_));
+  return status_;
+}
+
+std::optional<absl::Status> CompletionEvent::AwaitWithTimeout(
+    absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  if (!mu_.AwaitWithTimeout(absl::Condition(&done_), timeout)) {
+    return std::nullopt;
+  }
+  return status_;
+}
+
+void CompletionEvent::AddCallback(std::function<void(absl::Status)> callback) {
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!done_) {
+      callbacks_.push_back(std::move(callback));
+      return;
+    }
+    status = status_;
+  }
+  callback(std::move(status));
+}
+
+bool CompletionEvent::Complete(absl::Status status) {
+  std::vector<std::function<void(absl::Status)>> callbacks;
+  {
+    absl::MutexLock lock(&mu_);
+    if (done_) return false;
+    done_ = true;
+    status_ = status;
+    callbacks.swap(callbacks_);
+  }
+  for (auto& callback : callbacks) callback(status);
+  return true;
+}
+
+std::optional<absl::Status> CompletionEvent::Peek() {
+  absl::MutexLock lock(&mu_);
+  if (!done_) return std::nullopt;
+  return status_;
+}
+
+uint64_t NewDriverSerial() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace tpu

@@ -1,0 +1,80 @@
+#ifndef SOFTWARE_TPU_DRIVER_COMPLETION_EVENT_H_
+#define SOFTWARE_TPU_DRIVER_COMPLETION_EVENT_H_
+
+// The Event implementation every driver shares: completed exactly once with a
+// status, by whoever learns the outcome (a response reader, a failed stream,
+// an up-front check).
+//
+// Thread safety: safe for concurrent use. Callbacks run outside the internal
+// lock, so they may call back into the event (or the driver).
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "driver/event_id.h"
+#include "driver/tpu_driver.h"
+
+namespace tpu {
+
+class CompletionEvent : public Event {
+ public:
+  // `owner` identifies the driver instance that issued the operation (see
+  // NewDriverSerial); 0 for events that belong to no driver.
+  CompletionEvent(EventId id, uint64_t owner) : id_(id), owner_(owner) {}
+
+  // An event that has already failed with `status` (REQUIRES: !status.ok()),
+  // or succeeded when `status` is OK. Its id is 0:0, as the reference client's
+  // locally failed events.
+  static std::shared_ptr<CompletionEvent> Done(absl::Status status,
+                                               uint64_t owner = 0);
+
+  CompletionEvent(const CompletionEvent&) = delete;
+  CompletionEvent& operator=(const CompletionEvent&) = delete;
+
+  absl::Status Await() override;
+  std::optional<absl::Status> AwaitWithTimeout(absl::Duration timeout) override;
+  void AddCallback(std::function<void(absl::Status)> callback) override;
+
+  // Completes the event and runs its callbacks on the calling thread. Only the
+  // first call has an effect; returns whether it was the first.
+  bool Complete(absl::Status status);
+
+  // The status if complete, nullopt otherwise. Never blocks.
+  std::optional<absl::Status> Peek();
+
+  EventId id() const { return id_; }
+  uint64_t owner() const { return owner_; }
+
+  // Whether the operation has been handed to its stream's writer (so the
+  // worker will learn of it). An operation held back on the client is not.
+  bool submitted() const { return submitted_.load(std::memory_order_acquire); }
+  void set_submitted() { submitted_.store(true, std::memory_order_release); }
+
+ private:
+  const EventId id_;
+  const uint64_t owner_;
+  std::atomic<bool> submitted_{false};
+
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<void(absl::Status)>> callbacks_ ABSL_GUARDED_BY(mu_);
+};
+
+// A process-wide unique, never reused, non-zero serial number for a driver
+// instance. Handles and events record it so that a handle from another driver
+// (or from before a server restart) is recognised, even if the worker handed
+// out the same client id again.
+uint64_t NewDriverSerial();
+
+}  // namespace tpu
+
+#endif  // SOFTWARE_TPU_DRIVER_COMPLETION_EVENT_H_

@@ -1,0 +1,329 @@
+// Driver throughput and latency, each against a baseline measured in the same
+// run: grpc:// against raw loopback TCP, local:// against memcpy.
+//
+//   bazel run //driver:driver_benchmark
+//   bazel run //driver:driver_benchmark -- --benchmark_filter=Grpc
+//
+// Counters: GBps (the driver), baseline_GBps, ratio (driver / baseline);
+// p50_us / p99_us for the round trip; ops_per_s for pipelined small ops.
+// Goals (issue 3): H2D/D2H >= 50% of loopback TCP; round trip p50 < 250 us;
+// pipelined >= 20,000 ops/s.
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "benchmark/benchmark.h"
+#include "driver/driver_registry.h"
+#include "driver/local/local_driver.h"
+#include "driver/stream_driver.h"
+#include "emulator/server.h"
+
+namespace tpu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+// --- Baselines -------------------------------------------------------------
+
+// Best of three: `bytes` through a loopback TCP connection, written in 1 MiB
+// chunks and read into a buffer, as a transport without protocol would.
+double LoopbackTcpBytesPerSecond(int64_t bytes) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  listen(listener, 1);
+  int sender = socket(AF_INET, SOCK_STREAM, 0);
+  connect(sender, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  int receiver = accept(listener, nullptr, nullptr);
+  close(listener);
+  const int64_t chunk = 1 << 20;
+  std::vector<char> out(std::min(bytes, chunk), 7);
+  std::vector<char> in(bytes);
+  double best = 0;
+  for (int round = 0; round < 3; ++round) {
+    const auto start = Clock::now();
+    std::thread writer([&] {
+      for (int64_t sent = 0; sent < bytes;) {
+        ssize_t n = write(sender, out.data(),
+                          std::min<int64_t>(out.size(), bytes - sent));
+        if (n <= 0) return;
+        sent += n;
+      }
+    });
+    for (int64_t got = 0; got < bytes;) {
+      ssize_t n = read(receiver, in.data() + got, bytes - got);
+      if (n <= 0) break;
+      got += n;
+    }
+    writer.join();
+    best = std::max(best, bytes / Seconds(Clock::now() - start));
+  }
+  close(sender);
+  close(receiver);
+  return best;
+}
+
+double MemcpyBytesPerSecond(int64_t bytes) {
+  std::vector<char> a(bytes, 1), b(bytes, 2);
+  double best = 0;
+  for (int round = 0; round < 3; ++round) {
+    const auto start = Clock::now();
+    std::memcpy(b.data(), a.data(), bytes);
+    benchmark::DoNotOptimize(b.data());
+    best = std::max(best, bytes / Seconds(Clock::now() - start));
+  }
+  return best;
+}
+
+// --- Backends --------------------------------------------------------------
+
+WorkerOptions BenchWorker() {
+  WorkerOptions options;
+  options.chips = 1;
+  options.cores_per_chip = 2;
+  options.hbm_bytes_per_core = int64_t{4} << 30;
+  return options;
+}
+
+// One emulator server and one driver per backend for the whole run.
+TpuDriver* GrpcDriver() {
+  static TpuDriver* driver = [] {
+    ServerOptions options;
+    options.port = 0;
+    options.worker = BenchWorker();
+    static std::unique_ptr<Server> server = *Server::Start(options);
+    auto opened =
+        DriverRegistry::Open(absl::StrCat("grpc://", server->address()));
+    if (!opened.ok()) {
+      std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
+      std::abort();
+    }
+    return opened->release();
+  }();
+  return driver;
+}
+
+TpuDriver* LocalDriver() {
+  static TpuDriver* driver = [] {
+    auto worker = Worker::Create(BenchWorker());
+    auto opened = OpenLocalDriver(std::shared_ptr<Worker>(*std::move(worker)));
+    if (!opened.ok()) {
+      std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
+      std::abort();
+    }
+    return opened->release();
+  }();
+  return driver;
+}
+
+enum class Backend { kGrpc, kLocal };
+
+TpuDriver* DriverFor(Backend backend) {
+  return backend == Backend::kGrpc ? GrpcDriver() : LocalDriver();
+}
+
+double BaselineFor(Backend backend, int64_t bytes) {
+  return backend == Backend::kGrpc ? LoopbackTcpBytesPerSecond(bytes)
+                                   : MemcpyBytesPerSecond(bytes);
+}
+
+void Check(absl::Status status, benchmark::State& state) {
+  if (!status.ok()) state.SkipWithError(status.ToString().c_str());
+}
+
+// --- Transfers -------------------------------------------------------------
+
+void ReportThroughput(benchmark::State& state, Backend backend, int64_t bytes,
+                      double seconds) {
+  const double rate = bytes * static_cast<double>(state.iterations()) / seconds;
+  const double baseline = BaselineFor(backend, bytes);
+  state.SetBytesProcessed(bytes * state.iterations());
+  state.counters["GBps"] = rate / 1e9;
+  state.counters["baseline_GBps"] = baseline / 1e9;
+  state.counters["ratio"] = rate / baseline;
+}
+
+void BM_HostToDevice(benchmark::State& state, Backend backend) {
+  TpuDriver* driver = DriverFor(backend);
+  const int64_t bytes = state.range(0);
+  std::vector<char> src(bytes, 3);
+  auto buffer = driver->Allocate(0, tpu_driver::HBM, bytes, {});
+  Check(buffer->OnReady()->Await(), state);
+  Clock::duration total{};
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    Check(driver->TransferToDevice(src.data(), buffer.get(), {})->Await(),
+          state);
+    total += Clock::now() - start;
+  }
+  driver->Deallocate(std::move(buffer), {})->Await();
+  ReportThroughput(state, backend, bytes, Seconds(total));
+}
+
+void BM_DeviceToHost(benchmark::State& state, Backend backend) {
+  TpuDriver* driver = DriverFor(backend);
+  const int64_t bytes = state.range(0);
+  std::vector<char> data(bytes, 5);
+  auto buffer = driver->Allocate(0, tpu_driver::HBM, bytes, {});
+  Check(driver->TransferToDevice(data.data(), buffer.get(), {})->Await(),
+        state);
+  Clock::duration total{};
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    Check(driver->TransferFromDevice(buffer.get(), data.data(), {})->Await(),
+          state);
+    total += Clock::now() - start;
+  }
+  driver->Deallocate(std::move(buffer), {})->Await();
+  ReportThroughput(state, backend, bytes, Seconds(total));
+}
+
+// --- A tiny program's round trip ---------------------------------------------
+
+xla::ShapeProto F32(int64_t n) {
+  xla::ShapeProto shape;
+  shape.set_element_type(xla::F32);
+  shape.add_dimensions(n);
+  shape.mutable_layout()->add_minor_to_major(0);
+  return shape;
+}
+
+// (p0: f32[4], p1: f32[4]) -> p0 + p1
+xla::HloProto TinyAdd() {
+  xla::HloProto proto;
+  auto* module = proto.mutable_hlo_module();
+  module->set_name("tiny");
+  module->set_entry_computation_name("main");
+  module->set_entry_computation_id(1);
+  auto* computation = module->add_computations();
+  computation->set_name("main");
+  computation->set_id(1);
+  computation->set_root_id(3);
+  for (int i = 0; i < 3; ++i) {
+    auto* instruction = computation->add_instructions();
+    instruction->set_id(i + 1);
+    *instruction->mutable_shape() = F32(4);
+    if (i < 2) {
+      instruction->set_name(absl::StrCat("p", i));
+      instruction->set_opcode("parameter");
+      instruction->set_parameter_number(i);
+      *computation->mutable_program_shape()->add_parameters() = F32(4);
+      computation->mutable_program_shape()->add_parameter_names(
+          absl::StrCat("p", i));
+    } else {
+      instruction->set_name("sum");
+      instruction->set_opcode("add");
+      instruction->add_operand_ids(1);
+      instruction->add_operand_ids(2);
+    }
+  }
+  *computation->mutable_program_shape()->mutable_result() = F32(4);
+  *module->mutable_host_program_shape() = computation->program_shape();
+  return proto;
+}
+
+void BM_TinyProgramRoundTrip(benchmark::State& state, Backend backend) {
+  TpuDriver* driver = DriverFor(backend);
+  auto program = driver->CompileProgram(TinyAdd(), 1, {});
+  auto loaded = driver->LoadProgram(0, program.get(), {});
+  Check(loaded->OnReady()->Await(), state);
+  xla::DeviceAssignmentProto assignment;
+  assignment.set_replica_count(1);
+  assignment.set_computation_count(1);
+  assignment.add_computation_devices()->add_replica_device_ids(0);
+  const float in[4] = {1, 2, 3, 4};
+  float out[4];
+  std::vector<double> latencies;
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    auto x = driver->Allocate(0, tpu_driver::HBM, F32(4), {});
+    auto y = driver->Allocate(0, tpu_driver::HBM, F32(4), {});
+    auto to = driver->TransferToDevice(in, x.get(), {});
+    auto run = driver->ExecuteProgram(loaded.get(), {x.get(), x.get()},
+                                      {y.get()}, assignment, {to.get()});
+    Check(driver->TransferFromDevice(y.get(), out, {run.get()})->Await(),
+          state);
+    latencies.push_back(Seconds(Clock::now() - start) * 1e6);
+    driver->Deallocate(std::move(x), {});
+    driver->Deallocate(std::move(y), {});
+  }
+  if (out[3] != 8) state.SkipWithError("wrong result");
+  driver->UnloadProgram(std::move(loaded), {})->Await();
+  std::sort(latencies.begin(), latencies.end());
+  if (!latencies.empty()) {
+    state.counters["p50_us"] = latencies[latencies.size() / 2];
+    state.counters["p99_us"] = latencies[latencies.size() * 99 / 100];
+  }
+}
+
+// --- Pipelined small operations ----------------------------------------------
+
+// Many independent 64-byte transfers in flight at once; the issuing thread
+// never waits until the end of the batch.
+void BM_PipelinedSmallOps(benchmark::State& state, Backend backend) {
+  TpuDriver* driver = DriverFor(backend);
+  const int kOps = 2000;
+  std::vector<char> data(64, 9);
+  auto buffer = driver->Allocate(0, tpu_driver::HBM, 64, {});
+  Check(buffer->OnReady()->Await(), state);
+  Clock::duration total{};
+  std::vector<std::shared_ptr<Event>> events(kOps);
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    for (int i = 0; i < kOps; ++i) {
+      events[i] = driver->TransferToDevice(data.data(), buffer.get(), {});
+    }
+    for (auto& event : events) Check(event->Await(), state);
+    total += Clock::now() - start;
+  }
+  driver->Deallocate(std::move(buffer), {})->Await();
+  state.counters["ops_per_s"] =
+      kOps * static_cast<double>(state.iterations()) / Seconds(total);
+}
+
+BENCHMARK_CAPTURE(BM_HostToDevice, Grpc, Backend::kGrpc)
+    ->Arg(1 << 20)
+    ->Arg(256 << 20)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_DeviceToHost, Grpc, Backend::kGrpc)
+    ->Arg(1 << 20)
+    ->Arg(256 << 20)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_TinyProgramRoundTrip, Grpc, Backend::kGrpc)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_PipelinedSmallOps, Grpc, Backend::kGrpc)->UseRealTime();
+
+BENCHMARK_CAPTURE(BM_HostToDevice, Local, Backend::kLocal)
+    ->Arg(1 << 20)
+    ->Arg(256 << 20)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_DeviceToHost, Local, Backend::kLocal)
+    ->Arg(1 << 20)
+    ->Arg(256 << 20)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_TinyProgramRoundTrip, Local, Backend::kLocal)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_PipelinedSmallOps, Local, Backend::kLocal)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace tpu
+
+BENCHMARK_MAIN();

@@ -1,0 +1,28 @@
+#ifndef SOFTWARE_TPU_DRIVER_GRPC_GRPC_DRIVER_H_
+#define SOFTWARE_TPU_DRIVER_GRPC_GRPC_DRIVER_H_
+
+// The grpc:// driver: StreamDriver over GrpcTransport. Linking
+// //driver/grpc:grpc_driver registers it with DriverRegistry for "grpc://".
+//
+// Thread safety: the functions may be called concurrently.
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "driver/grpc/grpc_transport.h"
+#include "driver/stream_driver.h"
+#include "proto/tpu_driver.pb.h"
+
+namespace tpu {
+
+// Opens `config.worker()` ("grpc://host:port"). Waits at most
+// config.grpc().connection_timeout_secs for the worker, then fails
+// UNAVAILABLE naming the address.
+absl::StatusOr<std::unique_ptr<StreamDriver>> OpenGrpcDriver(
+    const tpu_driver::TpuDriverConfig& config,
+    GrpcCredentialsKind credentials = GrpcCredentialsKind::kInsecure,
+    StreamDriverOptions options = StreamDriverOptions());
+
+}  // namespace tpu
+
+#endif  // SOFTWARE_TPU_DRIVER_GRPC_GRPC_DRIVER_H_

@@ -1,0 +1,222 @@
+#include "driver/grpc/grpc_transport.h"
+
+#include <chrono>
+#include <limits>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "driver/grpc/request_encoder.h"
+#include "driver/grpc/response_decoder.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "grpcpp/support/sync_stream.h"
+#include "proto/tpu_service.grpc.pb.h"
+
+namespace tpu {
+namespace {
+
+constexpr char kScheme[] = "grpc://";
+constexpr char kStreamExecuteMethod[] =
+    "/tpu_driver.CloudTpuDriver/StreamExecute";
+// Deadline of the unary calls other than Open, as the reference client.
+constexpr auto kUnaryDeadline = std::chrono::seconds(10);
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+std::unique_ptr<grpc::ClientContext> UnaryContext() {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(std::chrono::system_clock::now() + kUnaryDeadline);
+  return context;
+}
+
+class GrpcTransportStream : public TransportStream {
+ public:
+  GrpcTransportStream(grpc::Channel* channel, StreamCallbacks callbacks)
+      : callbacks_(std::move(callbacks)) {
+    static const grpc::internal::RpcMethod* method =
+        new grpc::internal::RpcMethod(
+            kStreamExecuteMethod, grpc::internal::RpcMethod::BIDI_STREAMING);
+    stream_.reset(
+        grpc::internal::ClientReaderWriterFactory<
+            grpc::ByteBuffer, grpc::ByteBuffer>::Create(channel, *method,
+                                                        &context_));
+    reader_ = std::thread([this] { ReadLoop(); });
+  }
+
+  ~GrpcTransportStream() override {
+    Cancel();
+    reader_.join();
+  }
+
+  bool Write(std::vector<OutgoingEntry>& batch) override {
+    std::vector<grpc::ByteBuffer> messages = EncodeStreamRequests(batch);
+    for (grpc::ByteBuffer& message : messages) {
+      grpc::WriteOptions options;
+      options.set_no_compression();
+      if (!stream_->Write(message, options)) return false;
+    }
+    return true;
+  }
+
+  void WritesDone() override { stream_->WritesDone(); }
+
+  void Cancel() override {
+    absl::MutexLock lock(&mu_);
+    if (ended_) return;
+    context_.TryCancel();
+  }
+
+ private:
+  void ReadLoop() {
+    grpc::ByteBuffer buffer;
+    tpu_driver::StreamResponse response;
+    absl::Status failure;
+    while (stream_->Read(&buffer)) {
+      absl::Status parsed = DecodeStreamResponse(
+          buffer, callbacks_.transfer_destination, &response);
+      buffer.Clear();
+      if (!parsed.ok()) {
+        // A response we cannot decode leaves its operations unanswerable:
+        // end the stream so they fail instead of waiting forever.
+        failure = parsed;
+        context_.TryCancel();
+        while (stream_->Read(&buffer)) {
+        }
+        break;
+      }
+      callbacks_.on_response(response);
+    }
+    absl::Status status = FromGrpc(stream_->Finish());
+    if (!failure.ok()) status = failure;
+    {
+      absl::MutexLock lock(&mu_);
+      ended_ = true;
+    }
+    callbacks_.on_done(status);
+  }
+
+  const StreamCallbacks callbacks_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>>
+      stream_;
+  absl::Mutex mu_;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread reader_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GrpcTransport>> GrpcTransport::Create(
+    const tpu_driver::TpuDriverConfig& config,
+    GrpcCredentialsKind credentials) {
+  absl::string_view target = config.worker();
+  if (!absl::ConsumePrefix(&target, kScheme) || target.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TPU worker address \"", config.worker(),
+        "\" is not of the form grpc://host:port"));
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(std::numeric_limits<int>::max());
+  args.SetMaxSendMessageSize(std::numeric_limits<int>::max());
+  // At least 20 pings before the connection is declared dead.
+  const int keepalive_timeout_ms =
+      static_cast<int>(config.grpc().keepalive_timeout_secs() * 1000);
+  const int keepalive_interval_ms = keepalive_timeout_ms / 20;
+  args.SetInt(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+              keepalive_interval_ms);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);  // unlimited
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_interval_ms);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_timeout_ms);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 64 * 1000 * 1000);
+  std::shared_ptr<grpc::ChannelCredentials> creds =
+      credentials == GrpcCredentialsKind::kLocalTcp
+          ? grpc::experimental::LocalCredentials(LOCAL_TCP)
+          : grpc::InsecureChannelCredentials();
+  auto channel =
+      grpc::CreateCustomChannel(std::string(target), std::move(creds), args);
+  return std::unique_ptr<GrpcTransport>(
+      new GrpcTransport(config.worker(), std::move(channel)));
+}
+
+GrpcTransport::GrpcTransport(std::string address,
+                             std::shared_ptr<grpc::Channel> channel)
+    : address_(std::move(address)), channel_(std::move(channel)) {}
+
+absl::StatusOr<tpu_driver::OpenResponse> GrpcTransport::Open(
+    const tpu_driver::OpenRequest& request, absl::Duration timeout) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       absl::ToChronoMilliseconds(timeout));
+  // Wait for the connection (up to the deadline) instead of failing on the
+  // first refused attempt: the worker may still be starting.
+  context.set_wait_for_ready(true);
+  tpu_driver::OpenResponse response;
+  grpc::Status status =
+      tpu_driver::CloudTpuDriver::NewStub(channel_)->Open(&context, request,
+                                                          &response);
+  if (status.ok()) return response;
+  const bool unreachable =
+      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+      status.error_code() == grpc::StatusCode::UNAVAILABLE;
+  return absl::Status(
+      unreachable ? absl::StatusCode::kUnavailable
+                  : static_cast<absl::StatusCode>(status.error_code()),
+      absl::StrCat("Failed to connect to remote server at address: ", address_,
+                   unreachable ? absl::StrCat(" (no answer within ",
+                                              absl::FormatDuration(timeout),
+                                              ")")
+                               : std::string(),
+                   ". Error from gRPC: ", status.error_message()));
+}
+
+absl::Status GrpcTransport::Close(const tpu_driver::CloseRequest& request) {
+  auto context = UnaryContext();
+  tpu_driver::CloseResponse response;
+  grpc::Status status = tpu_driver::CloudTpuDriver::NewStub(channel_)->Close(
+      context.get(), request, &response);
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      absl::StrCat("Failed to close the TPU driver session on ",
+                                   address_, ": ", status.error_message()));
+}
+
+absl::Status GrpcTransport::Reset(const tpu_driver::ResetRequest& request) {
+  auto context = UnaryContext();
+  tpu_driver::ResetResponse response;
+  return FromGrpc(tpu_driver::CloudTpuDriver::NewStub(channel_)->Reset(
+      context.get(), request, &response));
+}
+
+absl::StatusOr<tpu_driver::SystemInfo> GrpcTransport::QuerySystemInfo() {
+  auto context = UnaryContext();
+  tpu_driver::QuerySystemInfoResponse response;
+  grpc::Status status =
+      tpu_driver::CloudTpuDriver::NewStub(channel_)->QuerySystemInfo(
+          context.get(), tpu_driver::QuerySystemInfoRequest(), &response);
+  if (!status.ok()) {
+    return absl::Status(
+        static_cast<absl::StatusCode>(status.error_code()),
+        absl::StrCat("QuerySystemInfo on TPU worker ", address_,
+                     " failed: ", status.error_message()));
+  }
+  return std::move(*response.mutable_system_info());
+}
+
+std::unique_ptr<TransportStream> GrpcTransport::OpenStream(
+    StreamCallbacks callbacks) {
+  return std::make_unique<GrpcTransportStream>(channel_.get(),
+                                               std::move(callbacks));
+}
+
+}  // namespace tpu

@@ -1,0 +1,59 @@
+#ifndef SOFTWARE_TPU_DRIVER_GRPC_GRPC_TRANSPORT_H_
+#define SOFTWARE_TPU_DRIVER_GRPC_GRPC_TRANSPORT_H_
+
+// Transport over gRPC to a worker serving tpu_driver.CloudTpuDriver.
+//
+// Channel settings follow the reference client: message limits lifted to
+// INT_MAX (a 64 MiB transfer is one message), keepalive pings every
+// keepalive_timeout / 20 (1.5 s by default) even without calls, a 64 MB HTTP/2
+// write buffer. Each StreamExecute stream has a reader thread; its Write is the
+// blocking gRPC write.
+//
+// Thread safety: see transport.h.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "driver/transport.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/security/credentials.h"
+#include "proto/tpu_driver.pb.h"
+
+namespace tpu {
+
+// Which credentials to use for the channel.
+enum class GrpcCredentialsKind {
+  kInsecure,
+  // LOCAL_TCP local credentials, as the reference uses for grpc://localhost.
+  kLocalTcp,
+};
+
+class GrpcTransport : public Transport {
+ public:
+  // `config.worker()` is "grpc://host:port". Creating the channel does not
+  // connect; Open does. INVALID_ARGUMENT if the address has no host:port.
+  static absl::StatusOr<std::unique_ptr<GrpcTransport>> Create(
+      const tpu_driver::TpuDriverConfig& config,
+      GrpcCredentialsKind credentials = GrpcCredentialsKind::kInsecure);
+
+  std::string address() const override { return address_; }
+  absl::StatusOr<tpu_driver::OpenResponse> Open(
+      const tpu_driver::OpenRequest& request, absl::Duration timeout) override;
+  absl::Status Close(const tpu_driver::CloseRequest& request) override;
+  absl::Status Reset(const tpu_driver::ResetRequest& request) override;
+  absl::StatusOr<tpu_driver::SystemInfo> QuerySystemInfo() override;
+  std::unique_ptr<TransportStream> OpenStream(
+      StreamCallbacks callbacks) override;
+
+ private:
+  GrpcTransport(std::string address, std::shared_ptr<grpc::Channel> channel);
+
+  // Constant after construction.
+  const std::string address_;
+  const std::shared_ptr<grpc::Channel> channel_;
+};
+
+}  // namespace tpu
+
+#endif  // SOFTWARE_TPU_DRIVER_GRPC_GRPC_TRANSPORT_H_

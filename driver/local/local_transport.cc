@@ -1,0 +1,121 @@
+#include "driver/local/local_transport.h"
+
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace tpu {
+namespace {
+
+// Shared with the worker's response callback, which may outlive the stream
+// object by a little (the worker owns it until its stream is gone).
+struct StreamState {
+  absl::Mutex mu;
+  StreamCallbacks callbacks;
+  bool done ABSL_GUARDED_BY(mu) = false;
+
+  void Respond(const tpu_driver::StreamResponse& response) {
+    absl::MutexLock lock(&mu);
+    if (!done) callbacks.on_response(response);
+  }
+  void End(const absl::Status& status) {
+    absl::MutexLock lock(&mu);
+    if (done) return;
+    done = true;
+    callbacks.on_done(status);
+  }
+};
+
+class LocalTransportStream : public TransportStream {
+ public:
+  LocalTransportStream(Worker* worker, StreamCallbacks callbacks)
+      : state_(std::make_shared<StreamState>()) {
+    state_->callbacks = std::move(callbacks);
+    std::shared_ptr<StreamState> state = state_;
+    stream_ = worker->OpenStream(
+        [state](const tpu_driver::StreamResponse& response) {
+          state->Respond(response);
+        });
+  }
+
+  ~LocalTransportStream() override {
+    Cancel();
+    stream_.reset();  // No response callback runs after this.
+  }
+
+  bool Write(std::vector<OutgoingEntry>& batch) override {
+    {
+      absl::MutexLock lock(&state_->mu);
+      if (state_->done) return false;
+    }
+    tpu_driver::StreamRequest request;
+    request.mutable_entry()->Reserve(static_cast<int>(batch.size()));
+    for (OutgoingEntry& outgoing : batch) {
+      auto* entry = request.add_entry();
+      entry->Swap(&outgoing.entry);
+      if (entry->has_transfer_to()) {
+        entry->mutable_transfer_to()->set_data(outgoing.payload.data(),
+                                               outgoing.payload.size());
+      }
+    }
+    stream_->Submit(request);
+    return true;
+  }
+
+  void WritesDone() override {
+    // The worker ends the stream once everything in flight was answered, as
+    // the gRPC service does after the client half-closes.
+    std::shared_ptr<StreamState> state = state_;
+    stream_->FinishAsync([state] { state->End(absl::OkStatus()); });
+  }
+
+  void Cancel() override {
+    {
+      absl::MutexLock lock(&state_->mu);
+      if (state_->done || cancelled_) return;
+      cancelled_ = true;
+    }
+    stream_->Abort();
+    state_->End(absl::CancelledError("stream cancelled by the client"));
+  }
+
+ private:
+  const std::shared_ptr<StreamState> state_;
+  std::unique_ptr<WorkerStream> stream_;
+  bool cancelled_ = false;  // Guarded by state_->mu.
+};
+
+}  // namespace
+
+LocalTransport::LocalTransport(std::shared_ptr<Worker> worker,
+                               std::string address)
+    : worker_(std::move(worker)), address_(std::move(address)) {}
+
+absl::StatusOr<tpu_driver::OpenResponse> LocalTransport::Open(
+    const tpu_driver::OpenRequest& request, absl::Duration timeout) {
+  return worker_->Open(request);
+}
+
+absl::Status LocalTransport::Close(const tpu_driver::CloseRequest& request) {
+  return worker_->Close(request);
+}
+
+absl::Status LocalTransport::Reset(const tpu_driver::ResetRequest& request) {
+  return worker_->Reset(request);
+}
+
+absl::StatusOr<tpu_driver::SystemInfo> LocalTransport::QuerySystemInfo() {
+  absl::StatusOr<tpu_driver::QuerySystemInfoResponse> response =
+      worker_->QuerySystemInfo(tpu_driver::QuerySystemInfoRequest());
+  if (!response.ok()) return response.status();
+  return std::move(*response->mutable_system_info());
+}
+
+std::unique_ptr<TransportStream> LocalTransport::OpenStream(
+    StreamCallbacks callbacks) {
+  return std::make_unique<LocalTransportStream>(worker_.get(),
+                                                std::move(callbacks));
+}
+
+}  // namespace tpu

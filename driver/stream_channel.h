@@ -1,0 +1,116 @@
+#ifndef SOFTWARE_TPU_DRIVER_STREAM_CHANNEL_H_
+#define SOFTWARE_TPU_DRIVER_STREAM_CHANNEL_H_
+
+// One StreamExecute stream of a StreamDriver (one per core, plus the host
+// stream): a queue of outgoing entries flushed in batches by a writer thread,
+// and the table of operations awaiting their response on this stream.
+//
+// Every operation given to Submit completes exactly once: with its response,
+// or with an error when the stream breaks (UNAVAILABLE naming the worker) or
+// the driver closes (ABORTED). No caller waits forever.
+//
+// Thread safety: safe for concurrent use.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "driver/completion_event.h"
+#include "driver/transport.h"
+#include "proto/xla_data.pb.h"
+
+namespace tpu {
+
+// What to do with an operation's response besides completing its event.
+struct PendingOp {
+  std::shared_ptr<CompletionEvent> event;
+  // transfer_from: where the data goes and how many bytes must arrive.
+  void* transfer_dst = nullptr;
+  int64_t transfer_bytes = -1;  // -1: not a transfer_from
+  // The transport already copied the data to transfer_dst.
+  bool delivered = false;
+  // compile: receives the program shape before the event completes.
+  std::shared_ptr<xla::ProgramShapeProto> program_shape;
+};
+
+class StreamChannel {
+ public:
+  // `name` says which stream this is ("core 3", "host") and `address` which
+  // worker, for error messages. REQUIRES: `transport` outlives this channel.
+  StreamChannel(std::string name, std::string address, Transport* transport);
+  // Cancels the stream if Shutdown was not called.
+  ~StreamChannel();
+
+  StreamChannel(const StreamChannel&) = delete;
+  StreamChannel& operator=(const StreamChannel&) = delete;
+
+  // Queues `entry` for the worker; `op` says how to complete it. If the
+  // stream has ended, op.event fails right away instead.
+  void Submit(OutgoingEntry entry, PendingOp op);
+
+  // Graceful end: the writer sends what is queued, then half-closes; the
+  // worker answers what is in flight and ends the stream.
+  void BeginClose();
+  // Waits until the stream ended, at most until `deadline`.
+  bool WaitEnded(absl::Time deadline);
+
+  // Stops the writer, tears down the stream (cancelling it if it has not
+  // ended) and fails what is still pending with `code` and `reason`. Later
+  // Submits fail with the same. Idempotent; REQUIRES: not called concurrently
+  // with itself.
+  void Shutdown(absl::StatusCode code, const std::string& reason);
+
+  // Operations submitted and not yet completed (for tests and benchmarks).
+  int64_t NumPendingForTesting();
+
+ private:
+  void WriterLoop();
+  void OnResponse(const tpu_driver::StreamResponse& response);
+  void OnDone(const absl::Status& status);
+  void* TransferDestination(uint64_t wire_id, int64_t bytes);
+  // Completes `op` from a response entry.
+  void CompleteFromResponse(PendingOp op,
+                            const tpu_driver::StreamResponse::Entry& entry);
+  // The status for an operation that will never get its response.
+  absl::Status EndedStatus(uint64_t wire_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fails every pending operation. REQUIRES: ended_ is set.
+  void FailAllPending() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Constant after construction.
+  const std::string name_;
+  const std::string address_;
+  Transport* const transport_;
+
+  absl::Mutex mu_;
+  std::vector<OutgoingEntry> queue_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, PendingOp> pending_ ABSL_GUARDED_BY(mu_);
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool writer_exit_ ABSL_GUARDED_BY(mu_) = false;
+  // The stream ended (on_done ran) or was shut down: nothing more arrives.
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status end_status_ ABSL_GUARDED_BY(mu_);
+  // Set by Shutdown: overrides how pending operations fail.
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  absl::StatusCode shutdown_code_ ABSL_GUARDED_BY(mu_) = absl::StatusCode::kOk;
+  std::string shutdown_reason_ ABSL_GUARDED_BY(mu_);
+
+  // Created in the constructor, destroyed in Shutdown (after the writer has
+  // exited, so Write never races with destruction).
+  std::unique_ptr<TransportStream> stream_;
+  std::thread writer_;
+};
+
+// The absl status carried by a response entry; codes outside absl's range
+// become UNKNOWN (the message says which code arrived).
+absl::Status StatusFromWire(const tpu_driver::StatusMessage& message);
+
+}  // namespace tpu
+
+#endif  // SOFTWARE_TPU_DRIVER_STREAM_CHANNEL_H_

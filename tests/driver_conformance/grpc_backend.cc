@@ -1,0 +1,82 @@
+// The grpc:// backend: an emulator server on a loopback port in the test
+// process, reached through the registry exactly as TpuClient reaches it.
+
+#include "absl/strings/str_cat.h"
+#include "driver/driver_registry.h"
+#include "driver/grpc/grpc_driver.h"
+#include "driver/grpc/grpc_transport.h"
+#include "driver/stream_driver.h"
+#include "emulator/server.h"
+#include "tests/driver_conformance/backend.h"
+
+namespace tpu {
+namespace conformance {
+namespace {
+
+class GrpcInstance : public BackendInstance {
+ public:
+  explicit GrpcInstance(std::unique_ptr<Server> server)
+      : server_(std::move(server)),
+        address_(absl::StrCat("grpc://", server_->address())) {}
+
+  std::string address() override { return address_; }
+
+  absl::StatusOr<std::unique_ptr<TpuDriver>> OpenDriver() override {
+    return DriverRegistry::Open(Config());
+  }
+
+  absl::StatusOr<std::unique_ptr<TpuDriver>> OpenFaultyDriver(
+      std::shared_ptr<FaultInjectionTransport::Faults> faults) override {
+    absl::StatusOr<std::unique_ptr<GrpcTransport>> base =
+        GrpcTransport::Create(Config());
+    if (!base.ok()) return base.status();
+    auto transport = std::make_unique<FaultInjectionTransport>(
+        *std::move(base), std::move(faults));
+    StreamDriverOptions options;
+    options.open_timeout = absl::Seconds(5);
+    options.close_grace = absl::Seconds(2);
+    absl::StatusOr<std::unique_ptr<StreamDriver>> driver =
+        StreamDriver::Create(std::move(transport), options);
+    if (!driver.ok()) return driver.status();
+    return std::unique_ptr<TpuDriver>(*std::move(driver));
+  }
+
+  bool StopWorker() override {
+    server_->Shutdown(absl::ZeroDuration());
+    return true;
+  }
+
+ private:
+  tpu_driver::TpuDriverConfig Config() const {
+    tpu_driver::TpuDriverConfig config;
+    config.set_worker(address_);
+    config.mutable_grpc()->set_connection_timeout_secs(5);
+    return config;
+  }
+
+  std::unique_ptr<Server> server_;
+  const std::string address_;
+};
+
+const int kRegistered = RegisterBackend(Backend{
+    "grpc",
+    {"grpc://", "network"},
+    []() -> absl::StatusOr<std::unique_ptr<BackendInstance>> {
+      ServerOptions options;
+      options.bind = "127.0.0.1";
+      options.port = 0;
+      options.worker.chips = 2;
+      options.worker.cores_per_chip = 2;
+      options.worker.hbm_bytes_per_core = int64_t{1} << 30;
+      options.worker.compute_threads = 2;
+      absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
+      if (!server.ok()) return server.status();
+      return std::unique_ptr<BackendInstance>(
+          new GrpcInstance(*std::move(server)));
+    },
+    {},
+});
+
+}  // namespace
+}  // namespace conformance
+}  // namespace tpu
