@@ -109,6 +109,7 @@ TEST(BinaryTest, ServesEndToEndAndShutsDownOnSigterm) {
   const std::string err = TempPath("stderr");
   unlink(port_file.c_str());
   Child child({"--port=0", "--port_file=" + port_file, "--chips=2",
+               "--compute_threads=1", "--unknown_handle_wait_ms=2000",
                "--cores_per_chip=1", "--hbm_bytes_per_core=1048576"},
               out, err);
   ASSERT_TRUE(child.started());
