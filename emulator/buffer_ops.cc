@@ -15,7 +15,8 @@ namespace tpu {
 namespace {
 
 // One transfer_from response must stay below gRPC's 2 GiB message limit.
-constexpr int64_t kMaxTransferFromBytes = (int64_t{1} << 31) - (int64_t{1} << 20);
+constexpr int64_t kMaxTransferFromBytes =
+    (int64_t{1} << 31) - (int64_t{1} << 20);
 // Copies larger than this leave the thread that made the op ready.
 constexpr int64_t kInlineCopyBytes = int64_t{1} << 20;
 
@@ -41,8 +42,8 @@ absl::StatusOr<BuiltOp> BuildAlloc(const OpContext& ctx,
     case tpu_driver::AllocateRequest::kNumBytes:
       size = request.num_bytes();
       if (size < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            role, ": num_bytes is negative (", size, ")."));
+        return absl::InvalidArgumentError(
+            absl::StrCat(role, ": num_bytes is negative (", size, ")."));
       }
       break;
     case tpu_driver::AllocateRequest::kShape: {
@@ -71,9 +72,9 @@ absl::StatusOr<BuiltOp> BuildAlloc(const OpContext& ctx,
     absl::StatusOr<HbmReservation> reservation =
         ctx.worker->hbm[local]->Reserve(size);
     if (!reservation.ok()) {
-      ctx.Finish(absl::Status(
-          reservation.status().code(),
-          absl::StrCat(ctx.Name(), " alloc: ", reservation.status().message())));
+      ctx.Finish(absl::Status(reservation.status().code(),
+                              absl::StrCat(ctx.Name(), " alloc: ",
+                                           reservation.status().message())));
       return;
     }
     auto buffer = DeviceBuffer::CreateArray(core_id, size, shape,
@@ -161,7 +162,8 @@ absl::StatusOr<BuiltOp> BuildTransferTo(
 }
 
 absl::StatusOr<BuiltOp> BuildTransferFrom(
-    const OpContext& ctx, const tpu_driver::TransferFromDeviceRequest& request) {
+    const OpContext& ctx,
+    const tpu_driver::TransferFromDeviceRequest& request) {
   const std::string role = absl::StrCat(ctx.Name(), " transfer_from source");
   BuiltOp op;
   absl::StatusOr<uint64_t> handle =
@@ -173,10 +175,10 @@ absl::StatusOr<BuiltOp> BuildTransferFrom(
     absl::Status status = ArrayOnly(**buffer, role);
     if (!status.ok()) return ctx.Finish(status);
     if ((*buffer)->size() > kMaxTransferFromBytes) {
-      return ctx.Finish(absl::OutOfRangeError(absl::StrCat(
-          role, " is ", (*buffer)->Describe(),
-          ", more than one protocol message can carry (", kMaxTransferFromBytes,
-          " bytes).")));
+      return ctx.Finish(absl::OutOfRangeError(
+          absl::StrCat(role, " is ", (*buffer)->Describe(),
+                       ", more than one protocol message can carry (",
+                       kMaxTransferFromBytes, " bytes).")));
     }
     // Snapshot now: a later write must not change what this transfer reads.
     auto copy = [ctx, size = (*buffer)->size(),

@@ -16,8 +16,9 @@ std::shared_ptr<DeviceBuffer> DeviceBuffer::CreateArray(
 std::shared_ptr<DeviceBuffer> DeviceBuffer::CreateTuple(
     int core_id, std::vector<std::shared_ptr<DeviceBuffer>> children) {
   const int64_t size = 8 * static_cast<int64_t>(children.size());
-  return std::shared_ptr<DeviceBuffer>(new DeviceBuffer(
-      true, core_id, size, std::nullopt, std::move(children), HbmReservation()));
+  return std::shared_ptr<DeviceBuffer>(
+      new DeviceBuffer(true, core_id, size, std::nullopt, std::move(children),
+                       HbmReservation()));
 }
 
 DeviceBuffer::DeviceBuffer(bool is_tuple, int core_id, int64_t size,
@@ -70,44 +71,44 @@ absl::Status CheckCompatible(const DeviceBuffer& buffer, const Shape& shape,
                              const std::string& what) {
   if (shape.IsTuple()) {
     if (!buffer.is_tuple()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " is ", buffer.Describe(), " but the program needs ",
-                       shape.ToString(), ": pass an alloc_tuple handle."));
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " is ", buffer.Describe(), " but the program needs ",
+          shape.ToString(), ": pass an alloc_tuple handle."));
     }
     if (static_cast<int64_t>(buffer.children().size()) != shape.tuple_size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " is a tuple of ", buffer.children().size(),
-          " buffers but the program needs ", shape.ToString(), " (",
-          shape.tuple_size(), " elements)."));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " is a tuple of ", buffer.children().size(),
+                       " buffers but the program needs ", shape.ToString(),
+                       " (", shape.tuple_size(), " elements)."));
     }
     for (int64_t i = 0; i < shape.tuple_size(); ++i) {
-      absl::Status s = CheckCompatible(*buffer.children()[i],
-                                       shape.tuple_shapes()[i],
-                                       absl::StrCat(what, " element ", i));
+      absl::Status s =
+          CheckCompatible(*buffer.children()[i], shape.tuple_shapes()[i],
+                          absl::StrCat(what, " element ", i));
       if (!s.ok()) return s;
     }
     return absl::OkStatus();
   }
   if (buffer.is_tuple()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " is a ", buffer.Describe(),
-                     " but the program needs the array ", shape.ToString(), "."));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is a ", buffer.Describe(), " but the program needs the array ",
+        shape.ToString(), "."));
   }
   if (!shape.IsArray()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": the program needs ", shape.ToString(),
-        ", which cannot live in a device buffer."));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": the program needs ", shape.ToString(),
+                     ", which cannot live in a device buffer."));
   }
   if (buffer.shape().has_value()) {
     if (*buffer.shape() != shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " is ", buffer.Describe(), " but the program needs ",
-          shape.ToString(), "."));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " is ", buffer.Describe(),
+                       " but the program needs ", shape.ToString(), "."));
     }
   } else if (buffer.size() != shape.ByteSize()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " is ", buffer.Describe(), " but the program needs ",
-        shape.ToString(), " (", shape.ByteSize(), " bytes)."));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " is ", buffer.Describe(), " but the program needs ",
+                     shape.ToString(), " (", shape.ByteSize(), " bytes)."));
   }
   return absl::OkStatus();
 }

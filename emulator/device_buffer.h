@@ -64,7 +64,8 @@ class DeviceBuffer {
   void Release();
   bool released() const;
 
-  // "f32[4] (16 bytes) on core 3", "tuple of 2 on core 0", "64 bytes on core 1".
+  // "f32[4] (16 bytes) on core 3", "tuple of 2 on core 0", "64 bytes on core
+  // 1".
   std::string Describe() const;
 
  private:
@@ -97,7 +98,8 @@ absl::Status CheckCompatible(const DeviceBuffer& buffer, const Shape& shape,
 // zeros). FAILED_PRECONDITION if it or a child was released.
 // REQUIRES: CheckCompatible(buffer, shape).ok().
 absl::StatusOr<Literal> ReadLiteral(const DeviceBuffer& buffer,
-                                    const Shape& shape, const std::string& what);
+                                    const Shape& shape,
+                                    const std::string& what);
 
 // Stores `value` into `buffer` (tuple leaves into tuple children), sharing its
 // bytes. REQUIRES: CheckCompatible(buffer, value.shape()).ok().

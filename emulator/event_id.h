@@ -16,7 +16,8 @@ namespace tpu {
 
 struct EventId {
   static constexpr int kOperationBits = 44;
-  static constexpr uint64_t kOperationMask = (uint64_t{1} << kOperationBits) - 1;
+  static constexpr uint64_t kOperationMask =
+      (uint64_t{1} << kOperationBits) - 1;
   // Client ids fit in the 20 bits left above the operation id.
   static constexpr uint32_t kMaxClientId = (uint32_t{1} << 20) - 1;
 

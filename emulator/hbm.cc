@@ -13,9 +13,9 @@ std::shared_ptr<HbmAccount> HbmAccount::Create(int core_id, int64_t capacity) {
 
 absl::StatusOr<HbmReservation> HbmAccount::Reserve(int64_t bytes) {
   if (bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Cannot allocate a negative number of bytes (", bytes, ") on core ",
-        core_id_, "."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Cannot allocate a negative number of bytes (", bytes,
+                     ") on core ", core_id_, "."));
   }
   absl::MutexLock lock(&mu_);
   // Written as a subtraction so that huge requests cannot overflow.

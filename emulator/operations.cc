@@ -25,9 +25,10 @@ absl::StatusOr<int> LocalCore(const OpContext& ctx, int64_t core_id,
                               const std::string& role) {
   const int local = ctx.worker->topology.LocalIndex(core_id);
   if (local < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        role, ": core_id ", core_id, " is not served by this worker, which has ",
-        ctx.worker->topology.DescribeLocalCores(), "."));
+    return absl::InvalidArgumentError(
+        absl::StrCat(role, ": core_id ", core_id,
+                     " is not served by this worker, which has ",
+                     ctx.worker->topology.DescribeLocalCores(), "."));
   }
   return local;
 }
@@ -84,9 +85,8 @@ void SubmitEntry(const WorkerContext& worker,
       // never names an operation of ours, and the client has already
       // reported that failure itself.
       if (wire == 0) continue;
-      absl::StatusOr<uint64_t> dep =
-          UseHandle(*ctx, wire, absl::StrCat(ctx->Name(), " wait_for_id"),
-                    &*built);
+      absl::StatusOr<uint64_t> dep = UseHandle(
+          *ctx, wire, absl::StrCat(ctx->Name(), " wait_for_id"), &*built);
       if (!dep.ok()) {
         wait_error = dep.status();
         break;
@@ -95,20 +95,19 @@ void SubmitEntry(const WorkerContext& worker,
   }
   if (!built.ok() || !wait_error.ok()) {
     const absl::Status error = built.ok() ? wait_error : built.status();
-    session->scheduler().Reject(
-        ctx->op, error, [ctx](absl::Status s) { ctx->Respond(s); });
+    session->scheduler().Reject(ctx->op, error,
+                                [ctx](absl::Status s) { ctx->Respond(s); });
     return;
   }
   std::function<void()> body = std::move(built->body);
-  session->scheduler().Submit(
-      ctx->op, built->deps,
-      [ctx, body = std::move(body)](absl::Status s) {
-        if (!s.ok()) {
-          ctx->Respond(s);
-          return;
-        }
-        body();
-      });
+  session->scheduler().Submit(ctx->op, built->deps,
+                              [ctx, body = std::move(body)](absl::Status s) {
+                                if (!s.ok()) {
+                                  ctx->Respond(s);
+                                  return;
+                                }
+                                body();
+                              });
 }
 
 }  // namespace tpu

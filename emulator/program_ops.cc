@@ -51,11 +51,11 @@ absl::Status ResolveReplica(const std::string& role,
   for (int c = 0; c < assignment->computation_devices_size(); ++c) {
     const auto& devices = assignment->computation_devices(c);
     if (devices.replica_device_ids_size() != num_replicas) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          role, ": device_assignment computation ", c, " lists ",
-          devices.replica_device_ids_size(),
-          " replica devices but the program was compiled for ", num_replicas,
-          " replicas."));
+      return absl::InvalidArgumentError(
+          absl::StrCat(role, ": device_assignment computation ", c, " lists ",
+                       devices.replica_device_ids_size(),
+                       " replica devices but the program was compiled for ",
+                       num_replicas, " replicas."));
     }
     for (int r = 0; r < devices.replica_device_ids_size(); ++r) {
       if (devices.replica_device_ids(r) == core_id) {
@@ -76,18 +76,19 @@ absl::Status ResolveReplica(const std::string& role,
 
 }  // namespace
 
-absl::StatusOr<BuiltOp> BuildCompile(const OpContext& ctx,
-                                     const tpu_driver::CompileRequest& request) {
+absl::StatusOr<BuiltOp> BuildCompile(
+    const OpContext& ctx, const tpu_driver::CompileRequest& request) {
   const std::string role = absl::StrCat(ctx.Name(), " compile");
   if (!request.hlo_program().has_hlo_module()) {
     return absl::InvalidArgumentError(
         absl::StrCat(role, ": hlo_program has no hlo_module."));
   }
-  int64_t num_replicas = request.has_num_replicas() ? request.num_replicas() : 1;
+  int64_t num_replicas =
+      request.has_num_replicas() ? request.num_replicas() : 1;
   if (num_replicas < 1 || num_replicas > kMaxReplicas) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        role, ": num_replicas is ", num_replicas, "; it must be in [1, ",
-        kMaxReplicas, "]."));
+    return absl::InvalidArgumentError(
+        absl::StrCat(role, ": num_replicas is ", num_replicas,
+                     "; it must be in [1, ", kMaxReplicas, "]."));
   }
   auto module =
       std::make_shared<xla::HloModuleProto>(request.hlo_program().hlo_module());
@@ -157,13 +158,14 @@ absl::StatusOr<BuiltOp> BuildUnload(
   return op;
 }
 
-absl::StatusOr<BuiltOp> BuildExecute(const OpContext& ctx,
-                                     const tpu_driver::ExecuteRequest& request) {
+absl::StatusOr<BuiltOp> BuildExecute(
+    const OpContext& ctx, const tpu_driver::ExecuteRequest& request) {
   const std::string role = absl::StrCat(ctx.Name(), " execute");
   if (request.output_handle_size() == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        role, ": no output_handle; pass the buffer (an alloc_tuple handle for "
-              "a tuple result) that receives the result."));
+        role,
+        ": no output_handle; pass the buffer (an alloc_tuple handle for "
+        "a tuple result) that receives the result."));
   }
   BuiltOp op;
   absl::StatusOr<uint64_t> program =
@@ -199,9 +201,9 @@ absl::StatusOr<BuiltOp> BuildExecute(const OpContext& ctx,
           " parameters but ", inputs.size(), " input handles were passed.")));
     }
     // Resolve and check every buffer before the program is queued.
-    auto resolve = [&](const std::vector<uint64_t>& handles, const char* kind,
-                       std::vector<std::shared_ptr<DeviceBuffer>>* out)
-        -> absl::Status {
+    auto resolve =
+        [&](const std::vector<uint64_t>& handles, const char* kind,
+            std::vector<std::shared_ptr<DeviceBuffer>>* out) -> absl::Status {
       for (size_t i = 0; i < handles.size(); ++i) {
         const std::string what = absl::StrCat(role, " ", kind, " ", i);
         auto buffer = ctx.session->GetBuffer(handles[i], what);
@@ -270,9 +272,9 @@ absl::StatusOr<BuiltOp> BuildExecute(const OpContext& ctx,
       absl::StatusOr<Literal> value = compiled->executable->Execute(
           std::move(arguments), context, /*stats=*/nullptr);
       if (!value.ok()) {
-        return ctx.Finish(absl::Status(
-            value.status().code(),
-            absl::StrCat(role, ": ", value.status().message())));
+        return ctx.Finish(
+            absl::Status(value.status().code(),
+                         absl::StrCat(role, ": ", value.status().message())));
       }
       if (Shape(value->shape()) != compiled->result_shape) {
         return ctx.Finish(absl::InternalError(absl::StrCat(

@@ -101,9 +101,8 @@ void ResponseSink::Detach() {
   pending_.clear();
   on_drained_ = nullptr;
   if (delivering_ && delivering_thread_ == std::this_thread::get_id()) return;
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !delivering_;
-  };
+  auto idle = [this]()
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !delivering_; };
   mu_.Await(absl::Condition(&idle));
 }
 

@@ -36,8 +36,9 @@ std::string Scheduler::Name(uint64_t op) const {
 absl::Status Scheduler::DependencyFailed(uint64_t dep,
                                          const Failure& failure) const {
   if (failure.is_root) return failure.root;
-  return absl::Status(failure.root.code(), absl::StrCat(Name(dep), " failed: ",
-                                                        failure.root.message()));
+  return absl::Status(
+      failure.root.code(),
+      absl::StrCat(Name(dep), " failed: ", failure.root.message()));
 }
 
 void Scheduler::Dispatch(std::vector<Call> calls) {
@@ -49,7 +50,8 @@ void Scheduler::Dispatch(std::vector<Call> calls) {
     return;
   }
   std::deque<std::pair<Start, absl::Status>> queue;
-  for (Call& c : calls) queue.emplace_back(std::move(c.start), std::move(c.status));
+  for (Call& c : calls)
+    queue.emplace_back(std::move(c.start), std::move(c.status));
   tls_pending_starts = &queue;
   while (!queue.empty()) {
     auto [start, status] = std::move(queue.front());
@@ -60,8 +62,7 @@ void Scheduler::Dispatch(std::vector<Call> calls) {
 }
 
 void Scheduler::FailCascade(uint64_t op, absl::Status reported,
-                            absl::Status root,
-                            std::vector<Call>* calls) {
+                            absl::Status root, std::vector<Call>* calls) {
   struct Item {
     uint64_t op;
     absl::Status status;  // what the operation reports
@@ -127,10 +128,10 @@ void Scheduler::Submit(uint64_t op, absl::Span<const uint64_t> deps,
         node.state = State::kWaiting;
         node.start = std::move(start);
         if (!invalid.ok()) {
-          Failure root{absl::Status(invalid.code(),
-                                    absl::StrCat(Name(op), " failed: ",
-                                                 invalid.ToString())),
-                       /*is_root=*/true};
+          Failure root{
+              absl::Status(invalid.code(), absl::StrCat(Name(op), " failed: ",
+                                                        invalid.ToString())),
+              /*is_root=*/true};
           Node failed = std::move(nodes_[op]);
           nodes_.erase(op);
           failed_[op] = root;
@@ -157,9 +158,9 @@ void Scheduler::Submit(uint64_t op, absl::Span<const uint64_t> deps,
             }
             if (arrived_.Contains(d)) continue;  // completed successfully
             if (d == 0) {
-              const absl::Status never = absl::NotFoundError(absl::StrCat(
-                  "Operation id 0 of client ", client_id_,
-                  " never exists (ids start at 1)."));
+              const absl::Status never = absl::NotFoundError(
+                  absl::StrCat("Operation id 0 of client ", client_id_,
+                               " never exists (ids start at 1)."));
               FailCascade(op, never, never, &calls);
               failed = true;
               break;
@@ -201,10 +202,10 @@ void Scheduler::Reject(uint64_t op, absl::Status status, Start start) {
       // A duplicate id must not overwrite the original's record.
       if (op != 0 && (awaited || !arrived_.Contains(op))) {
         arrived_.Insert(op);
-        Failure root{
-            absl::Status(status.code(), absl::StrCat(Name(op), " failed: ",
-                                                     status.ToString())),
-            true};
+        Failure root{absl::Status(status.code(),
+                                  absl::StrCat(Name(op),
+                                               " failed: ", status.ToString())),
+                     true};
         failed_[op] = root;
         if (awaited) {
           Node node = std::move(existing->second);
@@ -241,9 +242,10 @@ void Scheduler::Complete(uint64_t op, absl::Status status) {
         }
       }
     } else {
-      Failure root{absl::Status(status.code(), absl::StrCat(Name(op), " failed: ",
-                                                           status.ToString())),
-                   true};
+      Failure root{
+          absl::Status(status.code(),
+                       absl::StrCat(Name(op), " failed: ", status.ToString())),
+          true};
       failed_[op] = root;
       for (uint64_t d : node.dependents) {
         FailCascade(d, DependencyFailed(op, root), root.root, &calls);
@@ -265,7 +267,8 @@ void Scheduler::ExpireUnarrived(uint64_t op) {
     arrived_.Insert(op);
     Failure root{
         absl::NotFoundError(absl::StrCat(
-            Name(op), " was never submitted: operations naming it (as a "
+            Name(op),
+            " was never submitted: operations naming it (as a "
             "handle or a wait_for_id) waited ",
             absl::FormatDuration(unknown_wait_),
             " for it to arrive. Name only handles and events the client "

@@ -9,10 +9,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "emulator/response_sink.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
-#include "emulator/response_sink.h"
 
 namespace tpu {
 namespace {
@@ -37,8 +37,8 @@ class StreamReactor
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   explicit StreamReactor(Worker* worker) {
-    stream_ = worker->OpenStream(
-        [this](const tpu_driver::StreamResponse& response) {
+    stream_ =
+        worker->OpenStream([this](const tpu_driver::StreamResponse& response) {
           Enqueue(response);
         });
     StartRead(&read_buffer_);
@@ -191,7 +191,8 @@ class StreamReactor
 }  // namespace
 
 grpc::ServerUnaryReactor* CloudTpuDriverService::Open(
-    grpc::CallbackServerContext* context, const tpu_driver::OpenRequest* request,
+    grpc::CallbackServerContext* context,
+    const tpu_driver::OpenRequest* request,
     tpu_driver::OpenResponse* response) {
   auto* reactor = context->DefaultReactor();
   absl::StatusOr<tpu_driver::OpenResponse> result = worker_->Open(*request);

@@ -79,9 +79,8 @@ absl::StatusOr<std::shared_ptr<T>> As(absl::StatusOr<Resource> r,
                         absl::StrCat(what, ": ", r.status().message()));
   }
   if (auto* p = std::get_if<std::shared_ptr<T>>(&*r)) return *p;
-  return absl::InvalidArgumentError(absl::StrCat(what, ": ", handle_name,
-                                                 " is ", KindName(*r), ", not ",
-                                                 wanted, "."));
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, ": ", handle_name, " is ", KindName(*r), ", not ", wanted, "."));
 }
 
 }  // namespace

@@ -44,9 +44,9 @@ struct LoadedProgram {
   int core_id = 0;
 };
 
-using Resource =
-    std::variant<std::shared_ptr<DeviceBuffer>, std::shared_ptr<CompiledProgram>,
-                 std::shared_ptr<LoadedProgram>>;
+using Resource = std::variant<std::shared_ptr<DeviceBuffer>,
+                              std::shared_ptr<CompiledProgram>,
+                              std::shared_ptr<LoadedProgram>>;
 
 class Session {
  public:

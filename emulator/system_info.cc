@@ -33,7 +33,8 @@ tpu_driver::CpuInfo ReadCpuInfo() {
   {
     std::ifstream loadavg("/proc/loadavg");
     double load = 0;
-    if (loadavg >> load) cpu.set_cpu_load_average_1min(static_cast<float>(load));
+    if (loadavg >> load)
+      cpu.set_cpu_load_average_1min(static_cast<float>(load));
   }
   std::ifstream meminfo("/proc/meminfo");
   std::string line;
@@ -68,7 +69,8 @@ tpu_driver::SystemInfo BuildSystemInfo(
       const int id = chip * topology.cores_per_chip() + c;
       const int on_host = id % topology.local_core_count();
       const int local = topology.LocalIndex(id);
-      const int64_t available = local >= 0 ? hbm_available(local) : hbm_capacity;
+      const int64_t available =
+          local >= 0 ? hbm_available(local) : hbm_capacity;
       tpu_driver::TpuCoreInfo* core = chip_info->add_core();
       core->set_id(id);
       core->set_core_on_chip_index(c);

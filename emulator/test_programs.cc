@@ -9,9 +9,7 @@ namespace tpu {
 namespace test_programs {
 namespace {
 
-xla::ShapeProto F32(int64_t n) {
-  return Shape::Array(xla::F32, {n}).ToProto();
-}
+xla::ShapeProto F32(int64_t n) { return Shape::Array(xla::F32, {n}).ToProto(); }
 xla::ShapeProto Scalar(xla::PrimitiveType type) {
   return Shape::Scalar(type).ToProto();
 }

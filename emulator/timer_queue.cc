@@ -53,7 +53,8 @@ void TimerQueue::Loop(std::shared_ptr<State> state) {
     if (absl::Now() < first) {
       // Wakes early when an earlier timer is scheduled or on shutdown.
       auto changed = [&s, first]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
-        return s.stopping || s.timers.empty() || s.timers.begin()->first < first;
+        return s.stopping || s.timers.empty() ||
+               s.timers.begin()->first < first;
       };
       s.mu.AwaitWithDeadline(absl::Condition(&changed), first);
       continue;

@@ -8,10 +8,10 @@ namespace tpu {
 absl::StatusOr<Topology> Topology::Create(int chips, int cores_per_chip,
                                           int pod_hosts, int host_id) {
   if (chips < 1 || cores_per_chip < 1 || pod_hosts < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Invalid topology: chips (", chips, "), cores_per_chip (",
-        cores_per_chip, ") and pod_hosts (", pod_hosts,
-        ") must all be at least 1."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Invalid topology: chips (", chips, "), cores_per_chip (",
+                     cores_per_chip, ") and pod_hosts (", pod_hosts,
+                     ") must all be at least 1."));
   }
   if (host_id < 0 || host_id >= pod_hosts) {
     return absl::InvalidArgumentError(
@@ -45,8 +45,8 @@ tpu_driver::ChipCoordinate Topology::ChipCoordinate(int chip) const {
 }
 
 std::string Topology::DescribeLocalCores() const {
-  std::string s = absl::StrCat("cores ", CoreId(0), "..",
-                               CoreId(local_core_count() - 1));
+  std::string s =
+      absl::StrCat("cores ", CoreId(0), "..", CoreId(local_core_count() - 1));
   if (pod_hosts_ > 1) {
     absl::StrAppend(&s, " (host ", host_id_, " of ", pod_hosts_, ")");
   }

@@ -112,7 +112,8 @@ WorkerImpl::WorkerImpl(const WorkerOptions& options, Topology topology)
       sweep_(std::make_shared<SweepState>()) {
   int threads = options.compute_threads;
   if (threads <= 0) {
-    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    threads =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   }
   eigen_pool_ = std::make_unique<Eigen::ThreadPool>(threads);
   eigen_device_ =
@@ -212,13 +213,13 @@ absl::StatusOr<tpu_driver::OpenResponse> WorkerImpl::Open(
     // client's id is not handed out again soon.
     while (true) {
       id = next_client_id_;
-      next_client_id_ = next_client_id_ >= EventId::kMaxClientId
-                            ? 1
-                            : next_client_id_ + 1;
+      next_client_id_ =
+          next_client_id_ >= EventId::kMaxClientId ? 1 : next_client_id_ + 1;
       if (!sessions_.contains(id)) break;
     }
     session = std::make_shared<Session>(
-        id, timers_, absl::Milliseconds(context_.options.unknown_handle_wait_ms));
+        id, timers_,
+        absl::Milliseconds(context_.options.unknown_handle_wait_ms));
     sessions_[id] = session;
   }
   tpu_driver::OpenResponse response;
@@ -230,8 +231,8 @@ absl::StatusOr<tpu_driver::OpenResponse> WorkerImpl::Open(
 absl::Status WorkerImpl::Close(const tpu_driver::CloseRequest& request) {
   // Unknown ids succeed: the real client closes with its id after Reset.
   CloseClient(request.client_id(),
-              absl::CancelledError(
-                  absl::StrCat("Client ", request.client_id(), " was closed.")));
+              absl::CancelledError(absl::StrCat("Client ", request.client_id(),
+                                                " was closed.")));
   return absl::OkStatus();
 }
 
@@ -306,9 +307,9 @@ void StreamImpl::Submit(const tpu_driver::StreamRequest& request) {
     {
       absl::MutexLock lock(&mu_);
       if (ended_) {
-        sink_->RespondStatus(entry.operation_id(),
-                             absl::FailedPreconditionError(
-                                 "The stream was already finished."));
+        sink_->RespondStatus(
+            entry.operation_id(),
+            absl::FailedPreconditionError("The stream was already finished."));
         continue;
       }
       auto it = clients_.find(id.client_id);
@@ -366,9 +367,9 @@ void StreamImpl::Abort() {
   }
   sink_->Detach();
   for (uint32_t id : ids) {
-    worker_->CloseClient(
-        id, absl::CancelledError(absl::StrCat("A stream of client ", id,
-                                              " broke; the client was released.")));
+    worker_->CloseClient(id, absl::CancelledError(absl::StrCat(
+                                 "A stream of client ", id,
+                                 " broke; the client was released.")));
   }
 }
 

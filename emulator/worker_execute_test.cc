@@ -51,8 +51,8 @@ class WorkerExecuteTest : public ::testing::Test {
 
   // Compiles AddF32(4) as op 1 and loads it on `core` as op 2.
   void LoadAdd(int core) {
-    stream_->Send({Compile(I(1), test_programs::AddF32(4)),
-                   Load(I(2), core, I(1))});
+    stream_->Send(
+        {Compile(I(1), test_programs::AddF32(4)), Load(I(2), core, I(1))});
     auto compiled = stream_->Await(I(1));
     ASSERT_TRUE(compiled.has_value());
     ASSERT_EQ(compiled->status().code(), 0) << compiled->status().message();
@@ -94,14 +94,14 @@ TEST_F(WorkerExecuteTest, TupleResultIntoTupleHandleOrPerElement) {
   stream_->Send({Compile(I(1), test_programs::AddAndMultiplyTuple(2)),
                  Load(I(2), 5, I(1)), AllocShape(I(3), 5, F32(2)),
                  AllocShape(I(4), 5, F32(2)), AllocShape(I(5), 5, F32(2)),
-                 AllocShape(I(6), 5, F32(2)),
-                 AllocTuple(I(7), 5, {I(5), I(6)}),
+                 AllocShape(I(6), 5, F32(2)), AllocTuple(I(7), 5, {I(5), I(6)}),
                  TransferTo(I(8), I(3), F32Bytes({2, 3})),
                  TransferTo(I(9), I(4), F32Bytes({5, 7})),
                  Execute(I(10), I(2), {I(3), I(4)}, {I(7)}, 5, {I(8), I(9)}),
                  TransferFrom(I(11), I(5), {I(10)}),
                  TransferFrom(I(12), I(6), {I(10)})});
-  ASSERT_EQ(stream_->Code(I(10)), 0) << stream_->Await(I(10))->status().message();
+  ASSERT_EQ(stream_->Code(I(10)), 0)
+      << stream_->Await(I(10))->status().message();
   EXPECT_EQ(FromF32Bytes(stream_->Await(I(11))->transfer_from().data()),
             (std::vector<float>{7, 10}));
   EXPECT_EQ(FromF32Bytes(stream_->Await(I(12))->transfer_from().data()),
@@ -110,7 +110,8 @@ TEST_F(WorkerExecuteTest, TupleResultIntoTupleHandleOrPerElement) {
   stream_->Send({AllocShape(I(13), 5, F32(2)), AllocShape(I(14), 5, F32(2)),
                  Execute(I(15), I(2), {I(4), I(4)}, {I(13), I(14)}, 5),
                  TransferFrom(I(16), I(14), {I(15)})});
-  ASSERT_EQ(stream_->Code(I(15)), 0) << stream_->Await(I(15))->status().message();
+  ASSERT_EQ(stream_->Code(I(15)), 0)
+      << stream_->Await(I(15))->status().message();
   EXPECT_EQ(FromF32Bytes(stream_->Await(I(16))->transfer_from().data()),
             (std::vector<float>{25, 49}));
 }
@@ -131,16 +132,17 @@ TEST_F(WorkerExecuteTest, TupleParameterFromAllocTuple) {
 
 TEST_F(WorkerExecuteTest, ShapeMismatchesAreInvalidArgument) {
   LoadAdd(0);
-  stream_->Send({AllocShape(I(3), 0, F32(4)), AllocShape(I(4), 0, F32(3)),
-                 AllocShape(I(5), 0, F32(4)), AllocShape(I(6), 1, F32(4)),
-                 AllocShape(I(7), 0, Shape::Array(xla::S32, {4})),
-                 Execute(I(10), I(2), {I(3), I(4)}, {I(5)}, 0),   // f32[3] in
-                 Execute(I(11), I(2), {I(3)}, {I(5)}, 0),         // 1 of 2
-                 Execute(I(12), I(2), {I(3), I(3)}, {I(4)}, 0),   // f32[3] out
-                 Execute(I(13), I(2), {I(3), I(6)}, {I(5)}, 0),   // core 1
-                 Execute(I(14), I(2), {I(3), I(7)}, {I(5)}, 0),   // s32
-                 Execute(I(15), I(2), {I(3), I(3)}, {}, 0),       // no output
-                 Execute(I(16), I(3), {I(3), I(3)}, {I(5)}, 0)}); // not a program
+  stream_->Send(
+      {AllocShape(I(3), 0, F32(4)), AllocShape(I(4), 0, F32(3)),
+       AllocShape(I(5), 0, F32(4)), AllocShape(I(6), 1, F32(4)),
+       AllocShape(I(7), 0, Shape::Array(xla::S32, {4})),
+       Execute(I(10), I(2), {I(3), I(4)}, {I(5)}, 0),    // f32[3] in
+       Execute(I(11), I(2), {I(3)}, {I(5)}, 0),          // 1 of 2
+       Execute(I(12), I(2), {I(3), I(3)}, {I(4)}, 0),    // f32[3] out
+       Execute(I(13), I(2), {I(3), I(6)}, {I(5)}, 0),    // core 1
+       Execute(I(14), I(2), {I(3), I(7)}, {I(5)}, 0),    // s32
+       Execute(I(15), I(2), {I(3), I(3)}, {}, 0),        // no output
+       Execute(I(16), I(3), {I(3), I(3)}, {I(5)}, 0)});  // not a program
   auto r = stream_->Await(I(10));
   EXPECT_EQ(r->status().code(), C(StatusCode::kInvalidArgument));
   EXPECT_NE(r->status().message().find("input 1"), std::string::npos)
@@ -152,7 +154,8 @@ TEST_F(WorkerExecuteTest, ShapeMismatchesAreInvalidArgument) {
   }
   // The output buffer was left alone by every failed execution.
   stream_->Send({TransferFrom(I(17), I(5))});
-  EXPECT_EQ(stream_->Await(I(17))->transfer_from().data(), std::string(16, '\0'));
+  EXPECT_EQ(stream_->Await(I(17))->transfer_from().data(),
+            std::string(16, '\0'));
 }
 
 TEST_F(WorkerExecuteTest, UnloadedProgramAndGarbageHlo) {

@@ -148,7 +148,8 @@ TEST_F(WorkerTest, HbmExhaustionAndRelease) {
   EXPECT_EQ(r->status().code(), C(StatusCode::kResourceExhausted));
   const std::string& m = r->status().message();
   EXPECT_NE(m.find("requested 101 bytes"), std::string::npos) << m;
-  EXPECT_NE(m.find(absl::StrCat(kHbm - 100, " bytes in use")), std::string::npos)
+  EXPECT_NE(m.find(absl::StrCat(kHbm - 100, " bytes in use")),
+            std::string::npos)
       << m;
   EXPECT_NE(m.find(absl::StrCat(kHbm, " bytes capacity")), std::string::npos);
   EXPECT_NE(m.find("core 2"), std::string::npos);
@@ -177,13 +178,13 @@ TEST_F(WorkerTest, MalformedEntriesGetErrorsAndStreamGoesOn) {
   Entry tuple_shape = AllocShape(
       Id(c, 7), 0,
       Shape::Tuple({Shape::Scalar(xla::F32), Shape::Scalar(xla::F32)}));
-  s.Send({Base(Id(c, 1)),                  // empty oneof
-          no_id,                           // no operation id
-          AllocBytes(Id(c, 2), 8, 4),      // core 8 does not exist
-          AllocBytes(Id(c, 3), -1, 4),     // negative core
-          AllocBytes(Id(c, 4), 0, -5),     // negative size
+  s.Send({Base(Id(c, 1)),               // empty oneof
+          no_id,                        // no operation id
+          AllocBytes(Id(c, 2), 8, 4),   // core 8 does not exist
+          AllocBytes(Id(c, 3), -1, 4),  // negative core
+          AllocBytes(Id(c, 4), 0, -5),  // negative size
           bad_alloc, no_size, tuple_shape,
-          AllocBytes(Id(c, 9), 0, 4)});    // and the stream still works
+          AllocBytes(Id(c, 9), 0, 4)});  // and the stream still works
   EXPECT_EQ(s.Code(Id(c, 1)), C(StatusCode::kInvalidArgument));
   EXPECT_EQ(s.Code(0), C(StatusCode::kInvalidArgument));
   auto core = s.Await(Id(c, 2));
@@ -413,8 +414,9 @@ TEST_F(WorkerTest, WrongHandleKinds) {
           Execute(Id(c, 4), Id(c, 1), {}, {Id(c, 1)}, 0)});
   auto load = s.Await(Id(c, 2));
   EXPECT_EQ(load->status().code(), C(StatusCode::kInvalidArgument));
-  EXPECT_NE(load->status().message().find("is a buffer, not a compiled program"),
-            std::string::npos)
+  EXPECT_NE(
+      load->status().message().find("is a buffer, not a compiled program"),
+      std::string::npos)
       << load->status().message();
   EXPECT_EQ(s.Code(Id(c, 3)), C(StatusCode::kInvalidArgument));
   EXPECT_EQ(s.Code(Id(c, 4)), C(StatusCode::kInvalidArgument));

@@ -109,6 +109,7 @@ TEST(BinaryTest, ServesEndToEndAndShutsDownOnSigterm) {
   const std::string err = TempPath("stderr");
   unlink(port_file.c_str());
   Child child({"--port=0", "--port_file=" + port_file, "--chips=2",
+               "--compute_threads=1", "--unknown_handle_wait_ms=2000",
                "--cores_per_chip=1", "--hbm_bytes_per_core=1048576"},
               out, err);
   ASSERT_TRUE(child.started());
@@ -167,12 +168,12 @@ TEST(BinaryTest, ServesEndToEndAndShutsDownOnSigterm) {
 
 TEST(BinaryTest, BadFlagsGiveOneLineErrorAndNonZeroExit) {
   for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{{"--no_such_flag=1"},
-                                             {"--port=seventy"},
-                                             {"--chips=0", "--port=0"},
-                                             {"--port=70000"},
-                                             {"--pod_hosts=2", "--host_id=2",
-                                              "--port=0"}}) {
+       std::vector<std::vector<std::string>>{
+           {"--no_such_flag=1"},
+           {"--port=seventy"},
+           {"--chips=0", "--port=0"},
+           {"--port=70000"},
+           {"--pod_hosts=2", "--host_id=2", "--port=0"}}) {
     const std::string out = TempPath("bad_stdout");
     const std::string err = TempPath("bad_stderr");
     Child child(args, out, err);

@@ -3,13 +3,14 @@
 // check that the peer is on loopback), so the emulator's insecure port serves
 // them as well as insecure clients; this test proves it end to end.
 
+#include "grpcpp/security/credentials.h"
+
 #include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "emulator/server.h"
 #include "emulator/test_requests.h"
-#include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "tests/protocol/protocol_client.h"
 
@@ -26,12 +27,12 @@ TEST_P(CredentialsTest, LocalTcpCredentialsWorkOnTheInsecurePort) {
   options.worker.hbm_bytes_per_core = 1 << 20;
   auto server = Server::Start(options);
   ASSERT_TRUE(server.ok()) << server.status();
-  const std::string address =
-      absl::StrCat(GetParam(), ":", (*server)->port());
+  const std::string address = absl::StrCat(GetParam(), ":", (*server)->port());
   auto stub = NewStub(address, grpc::experimental::LocalCredentials(LOCAL_TCP));
 
   grpc::ClientContext open_context;
-  open_context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  open_context.set_deadline(
+      absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
   tpu_driver::OpenResponse opened;
   grpc::Status status =
       stub->Open(&open_context, tpu_driver::OpenRequest(), &opened);

@@ -189,20 +189,20 @@ TEST_F(ProtocolTest, ErrorsHaveExactCodes) {
   bad_shape.mutable_alloc()->set_region(tpu_driver::HBM);
   *bad_shape.mutable_alloc()->mutable_shape() = negative;
   s.Send({
-      TransferFrom(Id(c, 100), Id(c, 99)),             // unknown handle
-      TransferFrom(Id(c, 1), Id(c, 900)),              // a later op's id
-      TransferFrom(Id(c, 2), Id(other, 1)),            // another client's
-      Base(Id(c, 3)),                                  // empty oneof
+      TransferFrom(Id(c, 100), Id(c, 99)),   // unknown handle
+      TransferFrom(Id(c, 1), Id(c, 900)),    // a later op's id
+      TransferFrom(Id(c, 2), Id(other, 1)),  // another client's
+      Base(Id(c, 3)),                        // empty oneof
       AllocShape(Id(c, 4), 0, Shape::Array(xla::F32, {4})),
       TransferTo(Id(c, 5), Id(c, 4), std::string(15, 'x')),  // wrong size
-      AllocBytes(Id(c, 6), 0, kHbm + 1),               // over capacity
-      AllocBytes(Id(c, 7), 12, 4),                     // no such core
-      bad_shape,                                       // negative dimension
-      AllocBytes(Id(c, 9), 0, -4),                     // negative size
-      AllocBytes(Id(c, 10), 0, INT64_MAX),             // huge size
+      AllocBytes(Id(c, 6), 0, kHbm + 1),                     // over capacity
+      AllocBytes(Id(c, 7), 12, 4),                           // no such core
+      bad_shape,                            // negative dimension
+      AllocBytes(Id(c, 9), 0, -4),          // negative size
+      AllocBytes(Id(c, 10), 0, INT64_MAX),  // huge size
       Compile(Id(c, 11), test_programs::UnknownOpcode()),
-      Compile(Id(c, 12), xla::HloProto()),             // no module at all
-      TransferTo(Id(c, 13), Id(c, 7), "abcd"),         // failed dependency
+      Compile(Id(c, 12), xla::HloProto()),      // no module at all
+      TransferTo(Id(c, 13), Id(c, 7), "abcd"),  // failed dependency
   });
   EXPECT_EQ(s.Code(Id(c, 100)), C(StatusCode::kNotFound));
   EXPECT_EQ(s.Code(Id(c, 1)), C(StatusCode::kInvalidArgument));
@@ -212,9 +212,9 @@ TEST_F(ProtocolTest, ErrorsHaveExactCodes) {
   EXPECT_EQ(s.Code(Id(c, 5)), C(StatusCode::kInvalidArgument));
   auto over = s.Await(Id(c, 6));
   EXPECT_EQ(over->status().code(), C(StatusCode::kResourceExhausted));
-  EXPECT_NE(over->status().message().find(
-                absl::StrCat("requested ", kHbm + 1, " bytes, 20 bytes in use of ",
-                             kHbm, " bytes capacity")),
+  EXPECT_NE(over->status().message().find(absl::StrCat(
+                "requested ", kHbm + 1, " bytes, 20 bytes in use of ", kHbm,
+                " bytes capacity")),
             std::string::npos)
       << over->status().message();
   EXPECT_EQ(s.Code(Id(c, 7)), C(StatusCode::kInvalidArgument));
@@ -241,14 +241,15 @@ TEST_F(ProtocolTest, ErrorsHaveExactCodes) {
 std::vector<tpu_driver::StreamResponse> RawStream(
     const std::string& address, const std::vector<std::string>& messages,
     grpc::Status* final_status) {
-  auto channel = grpc::CreateCustomChannel(
-      address, grpc::InsecureChannelCredentials(), RealClientChannelArguments());
+  auto channel =
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+                                RealClientChannelArguments());
   grpc::GenericStub stub(channel);
   grpc::CompletionQueue cq;
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
-  auto call = stub.PrepareCall(
-      &context, "/tpu_driver.CloudTpuDriver/StreamExecute", &cq);
+  auto call = stub.PrepareCall(&context,
+                               "/tpu_driver.CloudTpuDriver/StreamExecute", &cq);
   void* tag = nullptr;
   bool ok = false;
   auto step = [&](intptr_t expected) {
@@ -298,11 +299,11 @@ TEST_F(ProtocolTest, UnparseableMessagesAndMissingFieldsDoNotEndTheStream) {
   tpu_driver::StreamRequest valid;
   *valid.add_entry() = AllocBytes(Id(c, 2), 0, 4);
   grpc::Status status;
-  auto responses = RawStream(
-      server_->address(),
-      {std::string("\xff\xff\xff\xff garbage"), partial.SerializePartialAsString(),
-       valid.SerializeAsString()},
-      &status);
+  auto responses =
+      RawStream(server_->address(),
+                {std::string("\xff\xff\xff\xff garbage"),
+                 partial.SerializePartialAsString(), valid.SerializeAsString()},
+                &status);
   EXPECT_TRUE(status.ok()) << status.error_message();
   std::map<int64_t, std::vector<int>> codes;
   for (const auto& r : responses) {
@@ -433,10 +434,12 @@ TEST_F(ProtocolTest, AllocTransferCompileLoadExecuteTransferBack) {
               TransferFrom(Id(c, 9), Id(c, 4), {Id(c, 8)})});
   auto compiled = core0.Await(Id(c, 1));
   ASSERT_EQ(compiled->status().code(), 0) << compiled->status().message();
-  EXPECT_EQ(compiled->compile().metadata().program_shape().parameters_size(), 2);
+  EXPECT_EQ(compiled->compile().metadata().program_shape().parameters_size(),
+            2);
   auto r = core6.Await(Id(c, 9));
   ASSERT_TRUE(r.has_value());
-  ASSERT_EQ(core6.Code(Id(c, 8)), 0) << core6.Await(Id(c, 8))->status().message();
+  ASSERT_EQ(core6.Code(Id(c, 8)), 0)
+      << core6.Await(Id(c, 8))->status().message();
   EXPECT_EQ(FromF32Bytes(r->transfer_from().data()),
             (std::vector<float>{5, 0, 4, 2e30f}));
 }
@@ -444,7 +447,8 @@ TEST_F(ProtocolTest, AllocTransferCompileLoadExecuteTransferBack) {
 TEST_F(ProtocolTest, ExecuteWithWrongShapeIsInvalidArgument) {
   const uint32_t c = Open();
   ProtocolStream& s = NewStream();
-  s.Send({Compile(Id(c, 1), test_programs::AddF32(4)), Load(Id(c, 2), 0, Id(c, 1)),
+  s.Send({Compile(Id(c, 1), test_programs::AddF32(4)),
+          Load(Id(c, 2), 0, Id(c, 1)),
           AllocShape(Id(c, 3), 0, Shape::Array(xla::F32, {4})),
           AllocShape(Id(c, 4), 0, Shape::Array(xla::F32, {5})),
           Execute(Id(c, 5), Id(c, 2), {Id(c, 3), Id(c, 4)}, {Id(c, 3)}, 0)});

@@ -4,7 +4,8 @@
 //   tpu_emulator [--port=8470] [--bind=127.0.0.1] [--port_file=PATH]
 //                [--chips=4] [--cores_per_chip=2] [--hbm_bytes_per_core=N]
 //                [--pod_hosts=1] [--host_id=0] [--tpu_numerics=false]
-//                [--max_idle_time_seconds=3600]
+//                [--max_idle_time_seconds=3600] [--compute_threads=0]
+//                [--unknown_handle_wait_ms=5000]
 //
 // Prints "tpu_emulator listening on HOST:PORT" once it serves (and writes
 // PORT to --port_file). SIGINT/SIGTERM shut it down gracefully (exit 0).
@@ -41,6 +42,12 @@ ABSL_FLAG(bool, tpu_numerics, false,
           "Compute f32 matrix products with DEFAULT precision as a TPU does.");
 ABSL_FLAG(int, max_idle_time_seconds, 3600,
           "Seconds an idle client keeps its resources.");
+ABSL_FLAG(int, compute_threads, 0,
+          "Threads of the shared Eigen pool that runs kernels; 0 = one per "
+          "CPU.");
+ABSL_FLAG(int64_t, unknown_handle_wait_ms, 5000,
+          "Milliseconds an operation waits for a handle or event whose "
+          "operation has not arrived yet, before failing NOT_FOUND.");
 
 namespace {
 
@@ -78,11 +85,12 @@ int main(int argc, char** argv) {
       "worker.\nUsage: tpu_emulator [--port=8470] [--bind=127.0.0.1] "
       "[--port_file=PATH] [--chips=4] [--cores_per_chip=2] "
       "[--hbm_bytes_per_core=N] [--pod_hosts=1] [--host_id=0] "
-      "[--tpu_numerics=false] [--max_idle_time_seconds=3600]");
+      "[--tpu_numerics=false] [--max_idle_time_seconds=3600] "
+      "[--compute_threads=0] [--unknown_handle_wait_ms=5000]");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
-    return Fail(absl::StrCat("unexpected argument '", positional[1],
-                             "'; see --help."));
+    return Fail(
+        absl::StrCat("unexpected argument '", positional[1], "'; see --help."));
   }
 
   // Block the shutdown signals in every thread (the server's threads inherit
@@ -104,6 +112,9 @@ int main(int argc, char** argv) {
   options.worker.tpu_numerics = absl::GetFlag(FLAGS_tpu_numerics);
   options.worker.max_idle_time_seconds =
       absl::GetFlag(FLAGS_max_idle_time_seconds);
+  options.worker.compute_threads = absl::GetFlag(FLAGS_compute_threads);
+  options.worker.unknown_handle_wait_ms =
+      absl::GetFlag(FLAGS_unknown_handle_wait_ms);
 
   absl::StatusOr<std::unique_ptr<tpu::Server>> server =
       tpu::Server::Start(options);
