@@ -162,6 +162,14 @@ xla::HloProto InfiniteLoop() {
   return m.Finish("spin", entry);
 }
 
+xla::HloProto ReplicaId() {
+  ModuleBuilder m;
+  int64_t entry = 0;
+  Builder b = m.Computation("replica", &entry);
+  b.Root(b.Op("replica-id", Scalar(xla::U32), {}));
+  return m.Finish("replica", entry);
+}
+
 xla::HloProto UnknownOpcode() {
   ModuleBuilder m;
   int64_t entry = 0;

@@ -22,6 +22,8 @@ xla::HloProto SumTupleParameter(int64_t n);
 // (s32[] x) -> s32[]: while (true) { x = x + 1 }. Never ends unless
 // cancelled.
 xla::HloProto InfiniteLoop();
+// () -> u32[]: the replica id of the executing core.
+xla::HloProto ReplicaId();
 // A module with one instruction of an opcode no interpreter knows.
 xla::HloProto UnknownOpcode();
 

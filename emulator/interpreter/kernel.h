@@ -127,6 +127,11 @@ void RegisterConvertKernels(KernelRegistry& registry);
 void RegisterDataMovementKernels(KernelRegistry& registry);
 void RegisterDotKernels(KernelRegistry& registry);
 void RegisterReduceKernels(KernelRegistry& registry);
+void RegisterConvolutionKernels(KernelRegistry& registry);  // kernels2
+void RegisterWindowKernels(KernelRegistry& registry);       // kernels2
+void RegisterLinalgKernels(KernelRegistry& registry);       // kernels2
+void RegisterFftKernels(KernelRegistry& registry);          // kernels2
+void RegisterRngKernels(KernelRegistry& registry);          // kernels2
 
 }  // namespace interpreter
 }  // namespace tpu

@@ -16,6 +16,11 @@ KernelRegistry* BuildGlobal() {
   RegisterDataMovementKernels(*registry);
   RegisterDotKernels(*registry);
   RegisterReduceKernels(*registry);
+  RegisterConvolutionKernels(*registry);
+  RegisterWindowKernels(*registry);
+  RegisterLinalgKernels(*registry);
+  RegisterFftKernels(*registry);
+  RegisterRngKernels(*registry);
   return registry;
 }
 

@@ -175,7 +175,8 @@ bool HloLexer::ConsumeInt64(int64_t* value) {
     ++p;
   }
   if (p == digits_start) return false;
-  const uint64_t limit = negative ? (uint64_t{1} << 63) : (uint64_t{1} << 63) - 1;
+  const uint64_t limit =
+      negative ? (uint64_t{1} << 63) : (uint64_t{1} << 63) - 1;
   if (magnitude > limit) return false;
   *value = negative ? static_cast<int64_t>(0 - magnitude)
                     : static_cast<int64_t>(magnitude);

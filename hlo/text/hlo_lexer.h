@@ -77,7 +77,8 @@ class HloLexer {
   absl::string_view ConsumeNumber();
 
   // Skips space and reads a decimal integer with optional sign (no hex: in
-  // "0x1" the 'x' separates window sizes). Returns false and keeps the cursor if there is none or it overflows.
+  // "0x1" the 'x' separates window sizes). Returns false and keeps the cursor
+  // if there is none or it overflows.
   bool ConsumeInt64(int64_t* value);
 
   // Skips space and reads a double-quoted string with C escapes. On success

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <memory>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,32 +39,132 @@ using text_internal::HloLexer;
 
 // Every opcode XLA has printed (current and historical names).
 constexpr absl::string_view kOpcodes[] = {
-    "abs", "add", "add-dependency", "after-all", "all-gather",
-    "all-gather-done", "all-gather-start", "all-reduce", "all-reduce-done",
-    "all-reduce-start", "all-to-all", "and", "async-done", "async-start",
-    "async-update", "atan2", "batch-norm-grad", "batch-norm-inference",
-    "batch-norm-training", "bitcast", "bitcast-convert", "broadcast", "call",
-    "cbrt", "ceil", "cholesky", "clamp", "collective-broadcast",
-    "collective-permute", "collective-permute-done",
-    "collective-permute-start", "compare", "complex", "concatenate",
-    "conditional", "constant", "convert", "convolution", "copy", "copy-done",
-    "copy-start", "cosine", "count-leading-zeros", "cross-replica-sum",
-    "custom-call", "divide", "domain", "dot", "dynamic-reshape",
-    "dynamic-slice", "dynamic-update-slice", "erf", "exponential",
-    "exponential-minus-one", "fft", "floor", "fusion", "gather",
-    "get-dimension-size", "get-tuple-element", "imag", "infeed", "iota",
-    "is-finite", "log", "log-plus-one", "logistic", "map", "maximum",
-    "minimum", "multiply", "negate", "not", "opt-barrier", "or", "outfeed",
-    "pad", "parameter", "partition-id", "popcnt", "power", "ragged-all-to-all",
-    "ragged-dot", "real", "recv", "recv-done", "reduce", "reduce-precision",
-    "reduce-scatter", "reduce-window", "remainder", "replica-id", "reshape",
-    "reverse", "rng", "rng-bit-generator", "rng-get-and-update-state",
-    "round-nearest-afz", "round-nearest-even", "rsqrt", "scatter", "select",
-    "select-and-scatter", "send", "send-done", "set-dimension-size",
-    "shift-left", "shift-right-arithmetic", "shift-right-logical", "sign",
-    "sine", "slice", "sort", "sqrt", "stochastic-convert", "subtract", "tan",
-    "tanh", "topk", "trace", "transpose", "triangular-solve", "tuple",
-    "tuple-select", "while", "xor",
+    "abs",
+    "add",
+    "add-dependency",
+    "after-all",
+    "all-gather",
+    "all-gather-done",
+    "all-gather-start",
+    "all-reduce",
+    "all-reduce-done",
+    "all-reduce-start",
+    "all-to-all",
+    "and",
+    "async-done",
+    "async-start",
+    "async-update",
+    "atan2",
+    "batch-norm-grad",
+    "batch-norm-inference",
+    "batch-norm-training",
+    "bitcast",
+    "bitcast-convert",
+    "broadcast",
+    "call",
+    "cbrt",
+    "ceil",
+    "cholesky",
+    "clamp",
+    "collective-broadcast",
+    "collective-permute",
+    "collective-permute-done",
+    "collective-permute-start",
+    "compare",
+    "complex",
+    "concatenate",
+    "conditional",
+    "constant",
+    "convert",
+    "convolution",
+    "copy",
+    "copy-done",
+    "copy-start",
+    "cosine",
+    "count-leading-zeros",
+    "cross-replica-sum",
+    "custom-call",
+    "divide",
+    "domain",
+    "dot",
+    "dynamic-reshape",
+    "dynamic-slice",
+    "dynamic-update-slice",
+    "erf",
+    "exponential",
+    "exponential-minus-one",
+    "fft",
+    "floor",
+    "fusion",
+    "gather",
+    "get-dimension-size",
+    "get-tuple-element",
+    "imag",
+    "infeed",
+    "iota",
+    "is-finite",
+    "log",
+    "log-plus-one",
+    "logistic",
+    "map",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negate",
+    "not",
+    "opt-barrier",
+    "or",
+    "outfeed",
+    "pad",
+    "parameter",
+    "partition-id",
+    "popcnt",
+    "power",
+    "ragged-all-to-all",
+    "ragged-dot",
+    "real",
+    "recv",
+    "recv-done",
+    "reduce",
+    "reduce-precision",
+    "reduce-scatter",
+    "reduce-window",
+    "remainder",
+    "replica-id",
+    "reshape",
+    "reverse",
+    "rng",
+    "rng-bit-generator",
+    "rng-get-and-update-state",
+    "round-nearest-afz",
+    "round-nearest-even",
+    "rsqrt",
+    "scatter",
+    "select",
+    "select-and-scatter",
+    "send",
+    "send-done",
+    "set-dimension-size",
+    "shift-left",
+    "shift-right-arithmetic",
+    "shift-right-logical",
+    "sign",
+    "sine",
+    "slice",
+    "sort",
+    "sqrt",
+    "stochastic-convert",
+    "subtract",
+    "tan",
+    "tanh",
+    "topk",
+    "trace",
+    "transpose",
+    "triangular-solve",
+    "tuple",
+    "tuple-select",
+    "while",
+    "xor",
 };
 
 bool IsKnownOpcode(absl::string_view opcode) {
@@ -298,7 +398,8 @@ struct PendingComputation {
   size_t pos = 0;
   bool is_entry = false;
   std::string execution_thread = "main";
-  std::deque<PendingInstruction> instructions;  // Stable addresses, no moves on growth.
+  std::deque<PendingInstruction>
+      instructions;  // Stable addresses, no moves on growth.
   absl::flat_hash_map<absl::string_view, int> by_name;
   int root = -1;
   size_t root_pos = 0;
@@ -345,15 +446,33 @@ void FillElided(xla::PrimitiveType type, int64_t count,
     }
   };
   switch (type) {
-    case xla::PRED: repeat(period.preds(), literal->mutable_preds(), 1); return;
-    case xla::S32: repeat(period.s32s(), literal->mutable_s32s(), 1); return;
-    case xla::S64: repeat(period.s64s(), literal->mutable_s64s(), 1); return;
-    case xla::U32: repeat(period.u32s(), literal->mutable_u32s(), 1); return;
-    case xla::U64: repeat(period.u64s(), literal->mutable_u64s(), 1); return;
-    case xla::F32: repeat(period.f32s(), literal->mutable_f32s(), 1); return;
-    case xla::F64: repeat(period.f64s(), literal->mutable_f64s(), 1); return;
-    case xla::C64: repeat(period.c64s(), literal->mutable_c64s(), 2); return;
-    case xla::C128: repeat(period.c128s(), literal->mutable_c128s(), 2); return;
+    case xla::PRED:
+      repeat(period.preds(), literal->mutable_preds(), 1);
+      return;
+    case xla::S32:
+      repeat(period.s32s(), literal->mutable_s32s(), 1);
+      return;
+    case xla::S64:
+      repeat(period.s64s(), literal->mutable_s64s(), 1);
+      return;
+    case xla::U32:
+      repeat(period.u32s(), literal->mutable_u32s(), 1);
+      return;
+    case xla::U64:
+      repeat(period.u64s(), literal->mutable_u64s(), 1);
+      return;
+    case xla::F32:
+      repeat(period.f32s(), literal->mutable_f32s(), 1);
+      return;
+    case xla::F64:
+      repeat(period.f64s(), literal->mutable_f64s(), 1);
+      return;
+    case xla::C64:
+      repeat(period.c64s(), literal->mutable_c64s(), 2);
+      return;
+    case xla::C128:
+      repeat(period.c128s(), literal->mutable_c128s(), 2);
+      return;
     default:
       break;
   }
@@ -388,8 +507,8 @@ class Parser {
     return ExpectedAt(lexer_.pos(), what);
   }
   absl::Status ExpectedAt(size_t pos, absl::string_view what) const {
-    return ErrorAt(pos, absl::StrCat("expected ", what, ", got ",
-                                     lexer_.DescribeAt(pos)));
+    return ErrorAt(
+        pos, absl::StrCat("expected ", what, ", got ", lexer_.DescribeAt(pos)));
   }
   absl::Status Expect(char c) {
     if (lexer_.TryConsume(c)) return absl::OkStatus();
@@ -463,13 +582,14 @@ class Parser {
     absl::string_view word = lexer_.ConsumeWord();
     if (word.empty()) return Expected(absl::StrCat(type->name(), " value"));
     std::string upper = absl::AsciiStrToUpper(word);
-    const google::protobuf::EnumValueDescriptor* v = type->FindValueByName(upper);
+    const google::protobuf::EnumValueDescriptor* v =
+        type->FindValueByName(upper);
     if (v == nullptr && !prefix.empty()) {
       v = type->FindValueByName(absl::StrCat(prefix, upper));
     }
     if (v == nullptr) {
-      return ErrorAt(pos, absl::StrCat("expected ", type->name(), " value, got '",
-                                       word, "'"));
+      return ErrorAt(pos, absl::StrCat("expected ", type->name(),
+                                       " value, got '", word, "'"));
     }
     *value = static_cast<Enum>(v->number());
     return absl::OkStatus();
@@ -479,7 +599,8 @@ class Parser {
   // --- Shapes -------------------------------------------------------------
   absl::Status ParseShape(xla::ShapeProto* shape);
   absl::Status ParseLayout(int rank, xla::LayoutProto* layout);
-  absl::Status ParseShapeIndex(google::protobuf::RepeatedField<int64_t>* index) {
+  absl::Status ParseShapeIndex(
+      google::protobuf::RepeatedField<int64_t>* index) {
     return ParseIntList(index);
   }
 
@@ -518,7 +639,8 @@ class Parser {
                             xla::LiteralProto* literal);
   absl::Status ParseArrayElements(const xla::ShapeProto& shape, int dim,
                                   xla::LiteralProto* literal);
-  absl::Status ParseElement(xla::PrimitiveType type, xla::LiteralProto* literal);
+  absl::Status ParseElement(xla::PrimitiveType type,
+                            xla::LiteralProto* literal);
   absl::Status ParseFloatValue(xla::PrimitiveType type, double* value,
                                float* single);
 
@@ -553,7 +675,8 @@ absl::Status Parser::SkipValue() {
     if (c == '\0' || c == ',' || c == '}' || c == ')') break;
     if (c == '{' || c == '(' || c == '[' || c == '"') {
       const size_t at = lexer_.pos();
-      if (!lexer_.SkipBalanced()) return ErrorAt(at, "unbalanced attribute value");
+      if (!lexer_.SkipBalanced())
+        return ErrorAt(at, "unbalanced attribute value");
     } else {
       lexer_.set_pos(lexer_.pos() + 1);
     }
@@ -715,7 +838,8 @@ absl::Status Parser::ParseLayout(int rank, xla::LayoutProto* layout) {
           if (lexer_.TryConsume(')')) break;
           HLO_RETURN_IF_ERROR(Expect(','));
         }
-      } else if ((c == 'L' || c == 'E' || c == 'S' || c == 'M') && next == '(') {
+      } else if ((c == 'L' || c == 'E' || c == 'S' || c == 'M') &&
+                 next == '(') {
         lexer_.set_pos(at + 2);
         HLO_RETURN_IF_ERROR(ParseInt(&value));
         HLO_RETURN_IF_ERROR(Expect(')'));
@@ -727,7 +851,8 @@ absl::Status Parser::ParseLayout(int rank, xla::LayoutProto* layout) {
         lexer_.set_pos(at + 2);
         const size_t type_pos = lexer_.pos();
         xla::PrimitiveType type;
-        if (!text_internal::PrimitiveTypeFromName(lexer_.ConsumeWord(), &type)) {
+        if (!text_internal::PrimitiveTypeFromName(lexer_.ConsumeWord(),
+                                                  &type)) {
           return ExpectedAt(type_pos, "primitive type");
         }
         HLO_RETURN_IF_ERROR(Expect(')'));
@@ -811,7 +936,8 @@ absl::Status Parser::ParseModuleAttribute(xla::HloModuleProto* module) {
       HLO_RETURN_IF_ERROR(ParseInt(&param));
       entry->set_parameter_number(param);
       HLO_RETURN_IF_ERROR(Expect(','));
-      HLO_RETURN_IF_ERROR(ParseShapeIndex(entry->mutable_parameter_shape_index()));
+      HLO_RETURN_IF_ERROR(
+          ParseShapeIndex(entry->mutable_parameter_shape_index()));
       entry->set_kind(xla::MAY_ALIAS);
       if (lexer_.TryConsume(',')) {
         lexer_.SkipSpace();
@@ -838,7 +964,8 @@ absl::Status Parser::ParseModuleAttribute(xla::HloModuleProto* module) {
       HLO_RETURN_IF_ERROR(ParseInt(&param));
       entry->set_parameter_number(param);
       HLO_RETURN_IF_ERROR(Expect(','));
-      HLO_RETURN_IF_ERROR(ParseShapeIndex(entry->mutable_parameter_shape_index()));
+      HLO_RETURN_IF_ERROR(
+          ParseShapeIndex(entry->mutable_parameter_shape_index()));
       HLO_RETURN_IF_ERROR(Expect(')'));
       if (lexer_.TryConsume('}')) return absl::OkStatus();
       HLO_RETURN_IF_ERROR(Expect(','));
@@ -854,7 +981,8 @@ absl::Status Parser::ParseModuleAttribute(xla::HloModuleProto* module) {
     HLO_RETURN_IF_ERROR(Expect('{'));
     if (lexer_.TryConsume('}')) return absl::OkStatus();
     while (true) {
-      HLO_RETURN_IF_ERROR(ParseSharding(module->add_spmd_parameters_shardings()));
+      HLO_RETURN_IF_ERROR(
+          ParseSharding(module->add_spmd_parameters_shardings()));
       if (lexer_.TryConsume('}')) return absl::OkStatus();
       HLO_RETURN_IF_ERROR(Expect(','));
     }
@@ -917,8 +1045,8 @@ absl::Status Parser::ParseInstruction(PendingComputation* computation) {
   if (name.empty()) return Expected("instruction name");
   const int index = static_cast<int>(computation->instructions.size());
   if (!computation->by_name.emplace(name, index).second) {
-    return ErrorAt(name_pos, absl::StrCat("duplicate instruction name '", name,
-                                          "'"));
+    return ErrorAt(name_pos,
+                   absl::StrCat("duplicate instruction name '", name, "'"));
   }
   if (is_root) {
     if (computation->root >= 0) {
@@ -1076,16 +1204,16 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
   auto set_called = [&](size_t slot) -> absl::Status {
     NameRef ref;
     HLO_RETURN_IF_ERROR(ParseNameRef(&ref));
-    if (instruction->called.size() <= slot) instruction->called.resize(slot + 1);
+    if (instruction->called.size() <= slot)
+      instruction->called.resize(slot + 1);
     instruction->called[slot] = ref;
     return absl::OkStatus();
   };
   const bool is_gather = opcode == "gather";
   xla::DotDimensionNumbers* dot_dnums =
-      opcode == "ragged-dot"
-          ? proto.mutable_ragged_dot_dimension_numbers()
-                ->mutable_dot_dimension_numbers()
-          : nullptr;
+      opcode == "ragged-dot" ? proto.mutable_ragged_dot_dimension_numbers()
+                                   ->mutable_dot_dimension_numbers()
+                             : nullptr;
   auto dot = [&]() -> xla::DotDimensionNumbers* {
     return dot_dnums != nullptr ? dot_dnums
                                 : proto.mutable_dot_dimension_numbers();
@@ -1132,7 +1260,8 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
       return ParseIntList(proto.mutable_ragged_dot_dimension_numbers()
                               ->mutable_rhs_group_dimensions());
     case Attr::kOperandPrecision: {
-      auto* precisions = proto.mutable_precision_config()->mutable_operand_precision();
+      auto* precisions =
+          proto.mutable_precision_config()->mutable_operand_precision();
       precisions->Clear();
       HLO_RETURN_IF_ERROR(Expect('{'));
       if (lexer_.TryConsume('}')) return absl::OkStatus();
@@ -1162,8 +1291,8 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
       return ParseIntList(
           proto.mutable_gather_dimension_numbers()->mutable_offset_dims());
     case Attr::kCollapsedSliceDims:
-      return ParseIntList(
-          proto.mutable_gather_dimension_numbers()->mutable_collapsed_slice_dims());
+      return ParseIntList(proto.mutable_gather_dimension_numbers()
+                              ->mutable_collapsed_slice_dims());
     case Attr::kStartIndexMap:
       return ParseIntList(
           proto.mutable_gather_dimension_numbers()->mutable_start_index_map());
@@ -1184,8 +1313,8 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
       }
       return absl::OkStatus();
     case Attr::kUpdateWindowDims:
-      return ParseIntList(
-          proto.mutable_scatter_dimension_numbers()->mutable_update_window_dims());
+      return ParseIntList(proto.mutable_scatter_dimension_numbers()
+                              ->mutable_update_window_dims());
     case Attr::kInsertedWindowDims:
       return ParseIntList(proto.mutable_scatter_dimension_numbers()
                               ->mutable_inserted_window_dims());
@@ -1247,8 +1376,8 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
       std::string type = absl::AsciiStrToUpper(lexer_.ConsumeWord());
       if (type != "FLOAT" && type != "TOTALORDER" && type != "SIGNED" &&
           type != "UNSIGNED") {
-        return ExpectedAt(at,
-                          "comparison type (FLOAT, TOTALORDER, SIGNED, UNSIGNED)");
+        return ExpectedAt(
+            at, "comparison type (FLOAT, TOTALORDER, SIGNED, UNSIGNED)");
       }
       proto.set_comparison_type(type);
       instruction->default_comparison_type = false;
@@ -1276,8 +1405,8 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
       return ParseNameList(&instruction->control_predecessors);
     case Attr::kDistribution: {
       xla::RandomDistribution distribution{};
-      HLO_RETURN_IF_ERROR(
-          ParseEnum(xla::RandomDistribution_descriptor(), "RNG_", &distribution));
+      HLO_RETURN_IF_ERROR(ParseEnum(xla::RandomDistribution_descriptor(),
+                                    "RNG_", &distribution));
       proto.set_distribution(distribution);
       return absl::OkStatus();
     }
@@ -1358,8 +1487,8 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
     }
     case Attr::kSchedule: {
       xla::CustomCallSchedule schedule{};
-      HLO_RETURN_IF_ERROR(
-          ParseEnum(xla::CustomCallSchedule_descriptor(), "SCHEDULE_", &schedule));
+      HLO_RETURN_IF_ERROR(ParseEnum(xla::CustomCallSchedule_descriptor(),
+                                    "SCHEDULE_", &schedule));
       proto.set_custom_call_schedule(schedule);
       return absl::OkStatus();
     }
@@ -1377,13 +1506,15 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
       if (lexer_.TryConsume('}')) return absl::OkStatus();
       while (true) {
         auto* alias = proto.add_output_operand_aliasing();
-        HLO_RETURN_IF_ERROR(ParseShapeIndex(alias->mutable_output_shape_index()));
+        HLO_RETURN_IF_ERROR(
+            ParseShapeIndex(alias->mutable_output_shape_index()));
         HLO_RETURN_IF_ERROR(Expect(':'));
         HLO_RETURN_IF_ERROR(Expect('('));
         HLO_RETURN_IF_ERROR(ParseInt(&value));
         alias->set_operand_index(value);
         HLO_RETURN_IF_ERROR(Expect(','));
-        HLO_RETURN_IF_ERROR(ParseShapeIndex(alias->mutable_operand_shape_index()));
+        HLO_RETURN_IF_ERROR(
+            ParseShapeIndex(alias->mutable_operand_shape_index()));
         HLO_RETURN_IF_ERROR(Expect(')'));
         if (lexer_.TryConsume('}')) return absl::OkStatus();
         HLO_RETURN_IF_ERROR(Expect(','));
@@ -1466,7 +1597,8 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
       return ParseResultAccuracy(proto.mutable_result_accuracy());
     case Attr::kPaddingType: {
       xla::PaddingType type{};
-      HLO_RETURN_IF_ERROR(ParseEnum(xla::PaddingType_descriptor(), "PADDING_", &type));
+      HLO_RETURN_IF_ERROR(
+          ParseEnum(xla::PaddingType_descriptor(), "PADDING_", &type));
       proto.set_padding_type(type);
       return absl::OkStatus();
     }
@@ -1477,7 +1609,8 @@ absl::Status Parser::ParseAttribute(PendingInstruction* instruction) {
   return SkipValue();
 }
 
-// --- Attribute values ---------------------------------------------------------
+// --- Attribute values
+// ---------------------------------------------------------
 
 absl::Status Parser::ParseSlices(xla::HloInstructionProto* proto) {
   HLO_RETURN_IF_ERROR(Expect('{'));
@@ -1540,8 +1673,9 @@ absl::Status Parser::ParseWindow(xla::Window* window) {
         lexer_.set_pos(lexer_.pos() + 1);
       }
     } else {
-      return ExpectedAt(at, "window attribute (size, stride, pad, lhs_dilate, "
-                            "rhs_dilate, rhs_reversal)");
+      return ExpectedAt(at,
+                        "window attribute (size, stride, pad, lhs_dilate, "
+                        "rhs_dilate, rhs_reversal)");
     }
   }
   if (!has_size && (stride.size() + pad_low.size() + lhs_dilate.size() +
@@ -1575,8 +1709,8 @@ absl::Status Parser::ParseDimLabels(xla::ConvolutionDimensionNumbers* dnums) {
   absl::string_view text = lexer_.text().substr(start);
   const size_t underscore = text.find('_');
   const size_t arrow = text.find("->");
-  if (underscore == absl::string_view::npos || arrow == absl::string_view::npos ||
-      arrow < underscore) {
+  if (underscore == absl::string_view::npos ||
+      arrow == absl::string_view::npos || arrow < underscore) {
     return ExpectedAt(start, "dim_labels like 'b01f_01io->b01f'");
   }
   size_t out_end = arrow + 2;
@@ -1585,7 +1719,8 @@ absl::Status Parser::ParseDimLabels(xla::ConvolutionDimensionNumbers* dnums) {
     ++out_end;
   }
   absl::string_view input = text.substr(0, underscore);
-  absl::string_view kernel = text.substr(underscore + 1, arrow - underscore - 1);
+  absl::string_view kernel =
+      text.substr(underscore + 1, arrow - underscore - 1);
   absl::string_view output = text.substr(arrow + 2, out_end - arrow - 2);
   auto bad = [&](absl::string_view what) {
     return ErrorAt(start, absl::StrCat("bad dim_labels: ", what));
@@ -1595,9 +1730,9 @@ absl::Status Parser::ParseDimLabels(xla::ConvolutionDimensionNumbers* dnums) {
     return bad("input, kernel and output must have the same rank >= 2");
   }
   const int spatial = static_cast<int>(input.size()) - 2;
-  auto parse_part = [&](absl::string_view labels, char a, char b, int64_t* pa,
-                        int64_t* pb,
-                        google::protobuf::RepeatedField<int64_t>* dims) -> bool {
+  auto parse_part =
+      [&](absl::string_view labels, char a, char b, int64_t* pa, int64_t* pb,
+          google::protobuf::RepeatedField<int64_t>* dims) -> bool {
     dims->Resize(spatial, -1);
     int found = 0;
     for (size_t i = 0; i < labels.size(); ++i) {
@@ -1697,8 +1832,9 @@ absl::Status Parser::ParseIotaList(std::vector<int64_t>* reshape,
     for (size_t i = 0; i < sorted.size(); ++i) {
       if (sorted[i] != static_cast<int64_t>(i) ||
           sorted.size() != reshape->size()) {
-        return ErrorAt(perm_pos, "iota transpose is not a permutation of the "
-                                 "reshape dimensions");
+        return ErrorAt(perm_pos,
+                       "iota transpose is not a permutation of the "
+                       "reshape dimensions");
       }
     }
   } else {
@@ -1746,9 +1882,9 @@ absl::Status Parser::ParseReplicaGroups(
     std::vector<int64_t> ids = ExpandIota(reshape, perm);
     if (num_groups < 0 || group_size < 0 ||
         num_groups * group_size != static_cast<int64_t>(ids.size())) {
-      return ErrorAt(at, absl::StrCat("iota replica groups [", num_groups, ",",
-                                      group_size, "] do not cover ", ids.size(),
-                                      " devices"));
+      return ErrorAt(
+          at, absl::StrCat("iota replica groups [", num_groups, ",", group_size,
+                           "] do not cover ", ids.size(), " devices"));
     }
     for (int64_t g = 0; g < num_groups; ++g) {
       auto* group = groups->Add();
@@ -1867,9 +2003,8 @@ absl::Status Parser::ParseSharding(xla::OpSharding* sharding) {
       HLO_RETURN_IF_ERROR(ParseInt(&value));
       sharding->set_is_shard_group(true);
       sharding->set_shard_group_id(value);
-      sharding->set_shard_group_type(word == "shard_as"
-                                         ? xla::OpSharding::AS
-                                         : xla::OpSharding::LIKE);
+      sharding->set_shard_group_type(
+          word == "shard_as" ? xla::OpSharding::AS : xla::OpSharding::LIKE);
     } else {
       return ExpectedAt(at, "sharding attribute");
     }
@@ -1926,7 +2061,8 @@ absl::Status Parser::ParseMetadata(xla::OpMetadata* metadata) {
       HLO_RETURN_IF_ERROR(Expect('{'));
       while (!lexer_.TryConsume('}')) {
         xla::ProfileType type{};
-        HLO_RETURN_IF_ERROR(ParseEnum(xla::ProfileType_descriptor(), "", &type));
+        HLO_RETURN_IF_ERROR(
+            ParseEnum(xla::ProfileType_descriptor(), "", &type));
         metadata->add_profile_type(type);
         lexer_.TryConsume(',');
       }
@@ -2031,7 +2167,8 @@ absl::Status Parser::ParseDomain(xla::HloInstructionProto* proto) {
       std::string kind;
       HLO_RETURN_IF_ERROR(ParseString(&kind));
     } else if (key == "entry") {
-      HLO_RETURN_IF_ERROR(ParseSharding(proto->mutable_domain_entry_sharding()));
+      HLO_RETURN_IF_ERROR(
+          ParseSharding(proto->mutable_domain_entry_sharding()));
     } else if (key == "exit") {
       HLO_RETURN_IF_ERROR(ParseSharding(proto->mutable_domain_exit_sharding()));
     } else {
@@ -2052,7 +2189,8 @@ absl::Status Parser::ParseResultAccuracy(xla::ResultAccuracy* accuracy) {
     HLO_RETURN_IF_ERROR(Expect('='));
     if (key == "mode") {
       xla::ResultAccuracy::Mode mode{};
-      HLO_RETURN_IF_ERROR(ParseEnum(xla::ResultAccuracy::Mode_descriptor(), "", &mode));
+      HLO_RETURN_IF_ERROR(
+          ParseEnum(xla::ResultAccuracy::Mode_descriptor(), "", &mode));
       accuracy->set_mode(mode);
     } else if (key == "tolerance") {
       auto* tolerance = accuracy->mutable_tolerance();
@@ -2103,7 +2241,8 @@ absl::Status Parser::ParseFloatValue(xla::PrimitiveType type, double* value,
   absl::string_view text = lexer_.ConsumeNumber();
   if (text.empty()) return Expected("number");
   const bool negative = text[0] == '-';
-  absl::string_view body = text.substr(text[0] == '-' || text[0] == '+' ? 1 : 0);
+  absl::string_view body =
+      text.substr(text[0] == '-' || text[0] == '+' ? 1 : 0);
   if (body == "inf") {
     *value = negative ? -HUGE_VAL : HUGE_VAL;
     *single = static_cast<float>(*value);
@@ -2117,7 +2256,8 @@ absl::Status Parser::ParseFloatValue(xla::PrimitiveType type, double* value,
       if (absl::StartsWith(hex, "0x") || absl::StartsWith(hex, "0X")) {
         hex.remove_prefix(2);
       }
-      auto result = std::from_chars(hex.data(), hex.data() + hex.size(), payload, 16);
+      auto result =
+          std::from_chars(hex.data(), hex.data() + hex.size(), payload, 16);
       if (result.ec != std::errc() || result.ptr != hex.data() + hex.size() ||
           payload == 0) {
         return ErrorAt(at, "bad NaN payload");
@@ -2163,8 +2303,9 @@ absl::Status Parser::ParseFloatValue(xla::PrimitiveType type, double* value,
   }
   if (result.ec == std::errc::result_out_of_range) {
     // Overflow reads as infinity, underflow as zero (like strtod).
-    const bool tiny = unsigned_text.find_first_of("eEpP") != absl::string_view::npos &&
-                      unsigned_text.find('-') != absl::string_view::npos;
+    const bool tiny =
+        unsigned_text.find_first_of("eEpP") != absl::string_view::npos &&
+        unsigned_text.find('-') != absl::string_view::npos;
     const double magnitude = tiny ? 0.0 : HUGE_VAL;
     *value = negative ? -magnitude : magnitude;
     *single = static_cast<float>(*value);
@@ -2177,28 +2318,50 @@ absl::Status Parser::ParseFloatValue(xla::PrimitiveType type, double* value,
 // Byte-per-element storage of `type` in a LiteralProto, or nullptr.
 std::string* BytesField(xla::PrimitiveType type, xla::LiteralProto* literal) {
   switch (type) {
-    case xla::S1: return literal->mutable_s1s();
-    case xla::S2: return literal->mutable_s2s();
-    case xla::S4: return literal->mutable_s4s();
-    case xla::S8: return literal->mutable_s8s();
-    case xla::U1: return literal->mutable_u1s();
-    case xla::U2: return literal->mutable_u2s();
-    case xla::U4: return literal->mutable_u4s();
-    case xla::U8: return literal->mutable_u8s();
-    case xla::S16: return literal->mutable_s16s();
-    case xla::U16: return literal->mutable_u16s();
-    case xla::F16: return literal->mutable_f16s();
-    case xla::BF16: return literal->mutable_bf16s();
-    case xla::F8E5M2: return literal->mutable_f8e5m2s();
-    case xla::F8E4M3: return literal->mutable_f8e4m3s();
-    case xla::F8E4M3FN: return literal->mutable_f8e4m3fns();
-    case xla::F8E4M3B11FNUZ: return literal->mutable_f8e4m3b11fnuzs();
-    case xla::F8E3M4: return literal->mutable_f8e3m4s();
-    case xla::F8E5M2FNUZ: return literal->mutable_f8e5m2fnuzs();
-    case xla::F8E4M3FNUZ: return literal->mutable_f8e4m3fnuzs();
-    case xla::F4E2M1FN: return literal->mutable_f4e2m1fns();
-    case xla::F8E8M0FNU: return literal->mutable_f8e8m0fnus();
-    default: return nullptr;
+    case xla::S1:
+      return literal->mutable_s1s();
+    case xla::S2:
+      return literal->mutable_s2s();
+    case xla::S4:
+      return literal->mutable_s4s();
+    case xla::S8:
+      return literal->mutable_s8s();
+    case xla::U1:
+      return literal->mutable_u1s();
+    case xla::U2:
+      return literal->mutable_u2s();
+    case xla::U4:
+      return literal->mutable_u4s();
+    case xla::U8:
+      return literal->mutable_u8s();
+    case xla::S16:
+      return literal->mutable_s16s();
+    case xla::U16:
+      return literal->mutable_u16s();
+    case xla::F16:
+      return literal->mutable_f16s();
+    case xla::BF16:
+      return literal->mutable_bf16s();
+    case xla::F8E5M2:
+      return literal->mutable_f8e5m2s();
+    case xla::F8E4M3:
+      return literal->mutable_f8e4m3s();
+    case xla::F8E4M3FN:
+      return literal->mutable_f8e4m3fns();
+    case xla::F8E4M3B11FNUZ:
+      return literal->mutable_f8e4m3b11fnuzs();
+    case xla::F8E3M4:
+      return literal->mutable_f8e3m4s();
+    case xla::F8E5M2FNUZ:
+      return literal->mutable_f8e5m2fnuzs();
+    case xla::F8E4M3FNUZ:
+      return literal->mutable_f8e4m3fnuzs();
+    case xla::F4E2M1FN:
+      return literal->mutable_f4e2m1fns();
+    case xla::F8E8M0FNU:
+      return literal->mutable_f8e8m0fnus();
+    default:
+      return nullptr;
   }
 }
 
@@ -2212,13 +2375,27 @@ void StoreValue(xla::PrimitiveType type, double v, float single, int64_t i,
                 uint64_t u, xla::LiteralProto* literal) {
   using namespace text_internal;  // NOLINT
   switch (type) {
-    case xla::PRED: literal->add_preds(i != 0); return;
-    case xla::S32: literal->add_s32s(static_cast<int32_t>(i)); return;
-    case xla::S64: literal->add_s64s(i); return;
-    case xla::U32: literal->add_u32s(static_cast<uint32_t>(u)); return;
-    case xla::U64: literal->add_u64s(u); return;
-    case xla::F32: literal->add_f32s(single); return;
-    case xla::F64: literal->add_f64s(v); return;
+    case xla::PRED:
+      literal->add_preds(i != 0);
+      return;
+    case xla::S32:
+      literal->add_s32s(static_cast<int32_t>(i));
+      return;
+    case xla::S64:
+      literal->add_s64s(i);
+      return;
+    case xla::U32:
+      literal->add_u32s(static_cast<uint32_t>(u));
+      return;
+    case xla::U64:
+      literal->add_u64s(u);
+      return;
+    case xla::F32:
+      literal->add_f32s(single);
+      return;
+    case xla::F64:
+      literal->add_f64s(v);
+      return;
     case xla::F16:
       AppendLittleEndian16(FloatToHalf(single), literal->mutable_f16s());
       return;
@@ -2295,22 +2472,28 @@ absl::Status Parser::ParseElement(xla::PrimitiveType type,
   absl::string_view digits = text;
   if (!digits.empty() && digits[0] == '+') digits.remove_prefix(1);
   if (IsSignedIntType(type)) {
-    auto result = std::from_chars(digits.data(), digits.data() + digits.size(), i);
-    if (result.ec != std::errc() || result.ptr != digits.data() + digits.size()) {
+    auto result =
+        std::from_chars(digits.data(), digits.data() + digits.size(), i);
+    if (result.ec != std::errc() ||
+        result.ptr != digits.data() + digits.size()) {
       return ErrorAt(at, absl::StrCat("expected integer, got '", text, "'"));
     }
     const int64_t max = bits == 64 ? std::numeric_limits<int64_t>::max()
                                    : (int64_t{1} << (bits - 1)) - 1;
-    const int64_t min = bits == 64 ? std::numeric_limits<int64_t>::min() : -max - 1;
+    const int64_t min =
+        bits == 64 ? std::numeric_limits<int64_t>::min() : -max - 1;
     if (i < min || i > max) {
       return ErrorAt(at, absl::StrCat("value ", text, " out of range for ",
                                       PrimitiveTypeName(type)));
     }
     u = static_cast<uint64_t>(i);
   } else {
-    auto result = std::from_chars(digits.data(), digits.data() + digits.size(), u);
-    if (result.ec != std::errc() || result.ptr != digits.data() + digits.size()) {
-      return ErrorAt(at, absl::StrCat("expected unsigned integer, got '", text, "'"));
+    auto result =
+        std::from_chars(digits.data(), digits.data() + digits.size(), u);
+    if (result.ec != std::errc() ||
+        result.ptr != digits.data() + digits.size()) {
+      return ErrorAt(
+          at, absl::StrCat("expected unsigned integer, got '", text, "'"));
     }
     if (bits < 64 && u > (uint64_t{1} << bits) - 1) {
       return ErrorAt(at, absl::StrCat("value ", text, " out of range for ",
@@ -2364,15 +2547,33 @@ void PermuteToLayout(const xla::ShapeProto& shape, xla::LiteralProto* literal) {
   if (to_physical.empty()) return;
   const xla::PrimitiveType type = shape.element_type();
   switch (type) {
-    case xla::PRED: PermuteRepeated(to_physical, 1, literal->mutable_preds()); return;
-    case xla::S32: PermuteRepeated(to_physical, 1, literal->mutable_s32s()); return;
-    case xla::S64: PermuteRepeated(to_physical, 1, literal->mutable_s64s()); return;
-    case xla::U32: PermuteRepeated(to_physical, 1, literal->mutable_u32s()); return;
-    case xla::U64: PermuteRepeated(to_physical, 1, literal->mutable_u64s()); return;
-    case xla::F32: PermuteRepeated(to_physical, 1, literal->mutable_f32s()); return;
-    case xla::F64: PermuteRepeated(to_physical, 1, literal->mutable_f64s()); return;
-    case xla::C64: PermuteRepeated(to_physical, 2, literal->mutable_c64s()); return;
-    case xla::C128: PermuteRepeated(to_physical, 2, literal->mutable_c128s()); return;
+    case xla::PRED:
+      PermuteRepeated(to_physical, 1, literal->mutable_preds());
+      return;
+    case xla::S32:
+      PermuteRepeated(to_physical, 1, literal->mutable_s32s());
+      return;
+    case xla::S64:
+      PermuteRepeated(to_physical, 1, literal->mutable_s64s());
+      return;
+    case xla::U32:
+      PermuteRepeated(to_physical, 1, literal->mutable_u32s());
+      return;
+    case xla::U64:
+      PermuteRepeated(to_physical, 1, literal->mutable_u64s());
+      return;
+    case xla::F32:
+      PermuteRepeated(to_physical, 1, literal->mutable_f32s());
+      return;
+    case xla::F64:
+      PermuteRepeated(to_physical, 1, literal->mutable_f64s());
+      return;
+    case xla::C64:
+      PermuteRepeated(to_physical, 2, literal->mutable_c64s());
+      return;
+    case xla::C128:
+      PermuteRepeated(to_physical, 2, literal->mutable_c128s());
+      return;
     default:
       break;
   }
@@ -2390,15 +2591,33 @@ void ReserveElements(xla::PrimitiveType type, int64_t count,
   if (count > (int64_t{1} << 28)) return;  // Let it grow; avoid huge reserves.
   const int n = static_cast<int>(count);
   switch (type) {
-    case xla::PRED: literal->mutable_preds()->Reserve(n); return;
-    case xla::S32: literal->mutable_s32s()->Reserve(n); return;
-    case xla::S64: literal->mutable_s64s()->Reserve(n); return;
-    case xla::U32: literal->mutable_u32s()->Reserve(n); return;
-    case xla::U64: literal->mutable_u64s()->Reserve(n); return;
-    case xla::F32: literal->mutable_f32s()->Reserve(n); return;
-    case xla::F64: literal->mutable_f64s()->Reserve(n); return;
-    case xla::C64: literal->mutable_c64s()->Reserve(2 * n); return;
-    case xla::C128: literal->mutable_c128s()->Reserve(2 * n); return;
+    case xla::PRED:
+      literal->mutable_preds()->Reserve(n);
+      return;
+    case xla::S32:
+      literal->mutable_s32s()->Reserve(n);
+      return;
+    case xla::S64:
+      literal->mutable_s64s()->Reserve(n);
+      return;
+    case xla::U32:
+      literal->mutable_u32s()->Reserve(n);
+      return;
+    case xla::U64:
+      literal->mutable_u64s()->Reserve(n);
+      return;
+    case xla::F32:
+      literal->mutable_f32s()->Reserve(n);
+      return;
+    case xla::F64:
+      literal->mutable_f64s()->Reserve(n);
+      return;
+    case xla::C64:
+      literal->mutable_c64s()->Reserve(2 * n);
+      return;
+    case xla::C128:
+      literal->mutable_c128s()->Reserve(2 * n);
+      return;
     default: {
       std::string* bytes = BytesField(type, literal);
       if (bytes != nullptr) bytes->reserve(2 * count);
@@ -2421,7 +2640,8 @@ absl::Status Parser::ParseLiteral(const xla::ShapeProto& shape,
     return Expect(')');
   }
   if (!IsArrayType(type)) {
-    return Expected(absl::StrCat("no literal for type ", PrimitiveTypeName(type)));
+    return Expected(
+        absl::StrCat("no literal for type ", PrimitiveTypeName(type)));
   }
   // Old XLA repeated the shape inside the literal: "f32[2] {1, 2}".
   lexer_.SkipSpace();
@@ -2470,8 +2690,9 @@ absl::Status Parser::Resolve(xla::HloModuleProto* module) {
   for (int c = 0; c < num_computations; ++c) {
     const PendingComputation& computation = computations_[c];
     if (!computation_index.emplace(computation.name, c).second) {
-      return ErrorAt(computation.pos, absl::StrCat("duplicate computation name '",
-                                                   computation.name, "'"));
+      return ErrorAt(
+          computation.pos,
+          absl::StrCat("duplicate computation name '", computation.name, "'"));
     }
     if (computation.is_entry) {
       if (entry >= 0) {
@@ -2490,7 +2711,8 @@ absl::Status Parser::Resolve(xla::HloModuleProto* module) {
       for (const NameRef& ref : instruction.operands) {
         auto it = computation.by_name.find(ref.name);
         if (it == computation.by_name.end()) {
-          return ErrorAt(ref.pos, absl::StrCat("unknown operand '", ref.name, "'"));
+          return ErrorAt(ref.pos,
+                         absl::StrCat("unknown operand '", ref.name, "'"));
         }
         instruction.operand_index.push_back(it->second);
       }
@@ -2511,11 +2733,12 @@ absl::Status Parser::Resolve(xla::HloModuleProto* module) {
         }
         auto it = computation_index.find(ref.name);
         if (it == computation_index.end()) {
-          return ErrorAt(ref.pos, absl::StrCat("unknown computation '", ref.name,
-                                               "'"));
+          return ErrorAt(ref.pos,
+                         absl::StrCat("unknown computation '", ref.name, "'"));
         }
         instruction.called_index.push_back(it->second);
-        if (instruction.proto.opcode() == "fusion") is_fusion[it->second] = true;
+        if (instruction.proto.opcode() == "fusion")
+          is_fusion[it->second] = true;
       }
     }
   }
@@ -2543,7 +2766,8 @@ absl::Status Parser::Resolve(xla::HloModuleProto* module) {
           stack.pop_back();
           continue;
         }
-        PendingInstruction& instruction = computation.instructions[frame.instruction];
+        PendingInstruction& instruction =
+            computation.instructions[frame.instruction];
         if (frame.call >= instruction.called_index.size()) {
           ++frame.instruction;
           frame.call = 0;
@@ -2553,9 +2777,9 @@ absl::Status Parser::Resolve(xla::HloModuleProto* module) {
         const size_t ref_pos = instruction.called[frame.call].pos;
         ++frame.call;
         if (state[callee] == 1) {
-          return ErrorAt(ref_pos, absl::StrCat("computation '",
-                                               computations_[callee].name,
-                                               "' calls itself (cycle)"));
+          return ErrorAt(
+              ref_pos, absl::StrCat("computation '", computations_[callee].name,
+                                    "' calls itself (cycle)"));
         }
         if (state[callee] == 0) {
           state[callee] = 1;
@@ -2601,9 +2825,10 @@ absl::Status Parser::Resolve(xla::HloModuleProto* module) {
                 : instruction.control_predecessors[next - num_operands].pos;
         ++next;
         if (state[dep] == 1) {
-          return ErrorAt(dep_pos, absl::StrCat("cycle through instruction '",
-                                               computation.instructions[dep].proto.name(),
-                                               "'"));
+          return ErrorAt(
+              dep_pos,
+              absl::StrCat("cycle through instruction '",
+                           computation.instructions[dep].proto.name(), "'"));
         }
         if (state[dep] == 0) {
           state[dep] = 1;
@@ -2620,17 +2845,18 @@ absl::Status Parser::Resolve(xla::HloModuleProto* module) {
   // before the protos move into the module.
   for (PendingComputation& computation : computations_) {
     for (PendingInstruction& instruction : computation.instructions) {
-      if (!instruction.default_comparison_type || instruction.operand_index.empty()) {
+      if (!instruction.default_comparison_type ||
+          instruction.operand_index.empty()) {
         continue;
       }
       const xla::PrimitiveType t =
           computation.instructions[instruction.operand_index[0]]
               .proto.shape()
               .element_type();
-      instruction.proto.set_comparison_type(
-          IsFloatType(t) || IsComplexType(t) ? "FLOAT"
-          : IsSignedIntType(t)               ? "SIGNED"
-                                             : "UNSIGNED");
+      instruction.proto.set_comparison_type(IsFloatType(t) || IsComplexType(t)
+                                                ? "FLOAT"
+                                            : IsSignedIntType(t) ? "SIGNED"
+                                                                 : "UNSIGNED");
     }
   }
 
@@ -2705,11 +2931,12 @@ absl::Status Parser::Resolve(xla::HloModuleProto* module) {
   if (has_entry_layout_) {
     if (entry_layout_.parameters_size() !=
         entry_proto->program_shape().parameters_size()) {
-      return ErrorAt(entry_layout_pos_,
-                     absl::StrCat("entry_computation_layout has ",
-                                  entry_layout_.parameters_size(),
-                                  " parameters but the entry computation has ",
-                                  entry_proto->program_shape().parameters_size()));
+      return ErrorAt(
+          entry_layout_pos_,
+          absl::StrCat("entry_computation_layout has ",
+                       entry_layout_.parameters_size(),
+                       " parameters but the entry computation has ",
+                       entry_proto->program_shape().parameters_size()));
     }
     *host = entry_layout_;
   } else {

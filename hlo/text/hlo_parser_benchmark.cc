@@ -49,8 +49,9 @@ std::string GenerateModule(size_t target_bytes) {
         ", f32[128,128]{1,0} %", previous, ")", meta, "\n");
     previous = absl::StrCat("acc.", i);
   }
-  absl::StrAppend(&text, "  %zero = f32[] constant(0)\n  ROOT %out = "
-                         "f32[128,128]{1,0} copy(f32[128,128]{1,0} %",
+  absl::StrAppend(&text,
+                  "  %zero = f32[] constant(0)\n  ROOT %out = "
+                  "f32[128,128]{1,0} copy(f32[128,128]{1,0} %",
                   previous, ")\n}\n");
   return text;
 }

@@ -33,8 +33,8 @@ const xla::HloInstructionProto& Find(const xla::HloModuleProto& module,
   return *kEmpty;
 }
 
-const xla::HloComputationProto& FindComputation(const xla::HloModuleProto& module,
-                                                const std::string& name) {
+const xla::HloComputationProto& FindComputation(
+    const xla::HloModuleProto& module, const std::string& name) {
   for (const auto& c : module.computations()) {
     if (c.name() == name) return c;
   }
@@ -90,7 +90,8 @@ TEST(HloParserTest, SimpleModuleStructure) {
   absl::flat_hash_set<int64_t> ids;
   for (const auto& c : m.computations()) {
     EXPECT_TRUE(ids.insert(c.id()).second);
-    for (const auto& i : c.instructions()) EXPECT_TRUE(ids.insert(i.id()).second);
+    for (const auto& i : c.instructions())
+      EXPECT_TRUE(ids.insert(i.id()).second);
   }
   EXPECT_EQ(ids.size(), 2u + 3 + 5);
 
@@ -99,7 +100,8 @@ TEST(HloParserTest, SimpleModuleStructure) {
   EXPECT_EQ(main.root_id(), r.id());
   EXPECT_EQ(r.opcode(), "reduce");
   EXPECT_THAT(r.dimensions(), ElementsAre(0));
-  EXPECT_THAT(r.operand_ids(), ElementsAre(Find(m, "m").id(), Find(m, "zero").id()));
+  EXPECT_THAT(r.operand_ids(),
+              ElementsAre(Find(m, "m").id(), Find(m, "zero").id()));
   EXPECT_THAT(r.called_computation_ids(), ElementsAre(m.computations(0).id()));
   EXPECT_EQ(Find(m, "b").parameter_number(), 1);
 
@@ -163,14 +165,16 @@ TEST(HloParserTest, CorpusGraphsage) {
   EXPECT_EQ(m.computations_size(), 5);
   EXPECT_EQ(m.computations(4).name(), m.entry_computation_name());
   EXPECT_EQ(m.host_program_shape().parameters_size(), 3);
-  EXPECT_THAT(m.host_program_shape().result().dimensions(), ElementsAre(1, 121));
+  EXPECT_THAT(m.host_program_shape().result().dimensions(),
+              ElementsAre(1, 121));
   int constants = 0, elided = 0;
   for (const auto& i : m.computations(4).instructions()) {
     if (i.opcode() != "constant") continue;
     ++constants;
     const auto& lit = i.literal();
     EXPECT_EQ(lit.shape().dimensions_size(), i.shape().dimensions_size());
-    if (text_internal::ElementCount(i.shape()) > 1 && i.shape().element_type() == xla::F32) {
+    if (text_internal::ElementCount(i.shape()) > 1 &&
+        i.shape().element_type() == xla::F32) {
       ++elided;
       EXPECT_EQ(lit.f32s_size(), text_internal::ElementCount(i.shape()));
     }
@@ -244,17 +248,20 @@ TEST(HloParserTest, ShapesWithLayoutsTilesMemorySpaceAndDynamicDims) {
 
 TEST(HloParserTest, ConstantsOfEveryKind) {
   xla::HloModuleProto m = MustParse(testing::ReadTestData("constants.hlo"));
-  EXPECT_THAT(Find(m, "pred").literal().preds(), ElementsAre(true, false, true, true));
+  EXPECT_THAT(Find(m, "pred").literal().preds(),
+              ElementsAre(true, false, true, true));
   EXPECT_EQ(Find(m, "s8").literal().s8s(), std::string("\x80\x00\x7f", 3));
   EXPECT_EQ(Find(m, "u8").literal().u8s(), std::string("\x00\xff", 2));
-  EXPECT_THAT(Halves(Find(m, "s16").literal().s16s()), ElementsAre(0x8000, 0x7fff));
+  EXPECT_THAT(Halves(Find(m, "s16").literal().s16s()),
+              ElementsAre(0x8000, 0x7fff));
   EXPECT_THAT(Halves(Find(m, "u16").literal().u16s()), ElementsAre(1, 0xffff));
   EXPECT_THAT(Find(m, "s32").literal().s32s(), ElementsAre(1, -2, 3, -4));
   EXPECT_THAT(Find(m, "s64").literal().s64s(),
               ElementsAre(std::numeric_limits<int64_t>::min(),
                           std::numeric_limits<int64_t>::max()));
   EXPECT_THAT(Find(m, "u32").literal().u32s(), ElementsAre(4294967295u));
-  EXPECT_THAT(Find(m, "u64").literal().u64s(), ElementsAre(18446744073709551615ull));
+  EXPECT_THAT(Find(m, "u64").literal().u64s(),
+              ElementsAre(18446744073709551615ull));
   // f16: 1 = 0x3c00, -2.5 = 0xc100, 65504 = 0x7bff, inf = 0x7c00.
   EXPECT_THAT(Halves(Find(m, "f16").literal().f16s()),
               ElementsAre(0x3c00, 0xc100, 0x7bff, 0x7c00));
@@ -276,7 +283,8 @@ TEST(HloParserTest, ConstantsOfEveryKind) {
   EXPECT_EQ(Find(m, "s4").literal().s4s(), std::string("\xf8\x00\x07", 3));
   EXPECT_EQ(Find(m, "u4").literal().u4s(), std::string("\x00\x0f", 2));
   // f8e4m3fn: 1 = 0x38, -448 = 0xfe, 0.5 = 0x30.
-  EXPECT_EQ(Find(m, "f8").literal().f8e4m3fns(), std::string("\x38\xfe\x30", 3));
+  EXPECT_EQ(Find(m, "f8").literal().f8e4m3fns(),
+            std::string("\x38\xfe\x30", 3));
   // f8e5m2: 1.5 = 0x3e, -57344 = 0xfb.
   EXPECT_EQ(Find(m, "f8b").literal().f8e5m2s(), std::string("\x3e\xfb", 2));
   // Layout {0,1}: stored column-major.
@@ -284,8 +292,10 @@ TEST(HloParserTest, ConstantsOfEveryKind) {
   const auto& tup = Find(m, "tup").literal();
   ASSERT_EQ(tup.tuple_literals_size(), 2);
   EXPECT_THAT(tup.tuple_literals(0).s32s(), ElementsAre(1));
-  EXPECT_THAT(tup.tuple_literals(1).tuple_literals(0).f32s(), ElementsAre(2, 3));
-  EXPECT_THAT(tup.tuple_literals(1).tuple_literals(1).preds(), ElementsAre(false));
+  EXPECT_THAT(tup.tuple_literals(1).tuple_literals(0).f32s(),
+              ElementsAre(2, 3));
+  EXPECT_THAT(tup.tuple_literals(1).tuple_literals(1).preds(),
+              ElementsAre(false));
   EXPECT_EQ(Find(m, "empty").literal().f32s_size(), 0);
   EXPECT_THAT(Find(m, "elided").literal().f32s(),
               ElementsAre(-0.3125f, 0.125f, -0.5f, -0.0625f, 0.375f, -0.25f));
@@ -303,8 +313,10 @@ TEST(HloParserTest, AllOpsAttributes) {
   EXPECT_EQ(neg.metadata().source_line(), 3);
   EXPECT_EQ(neg.metadata().source_column(), 7);
   EXPECT_EQ(Find(m, "exp").frontend_attributes().map().at("color"), "red");
-  EXPECT_THAT(Find(m, "sum").control_predecessor_ids(), ElementsAre(Find(m, "abs").id()));
-  EXPECT_THAT(Find(m, "tr").shape().layout().minor_to_major(), ElementsAre(0, 1));
+  EXPECT_THAT(Find(m, "sum").control_predecessor_ids(),
+              ElementsAre(Find(m, "abs").id()));
+  EXPECT_THAT(Find(m, "tr").shape().layout().minor_to_major(),
+              ElementsAre(0, 1));
 
   const auto& sl = Find(m, "sl2");
   ASSERT_EQ(sl.slice_dimensions_size(), 2);
@@ -326,9 +338,11 @@ TEST(HloParserTest, AllOpsAttributes) {
   EXPECT_THAT(Find(m, "ds").dynamic_slice_sizes(), ElementsAre(1, 2));
 
   const auto& dot = Find(m, "dot");
-  EXPECT_THAT(dot.dot_dimension_numbers().lhs_contracting_dimensions(), ElementsAre(1));
-  EXPECT_THAT(dot.precision_config().operand_precision(),
-              ElementsAre(xla::PrecisionConfig::HIGH, xla::PrecisionConfig::HIGHEST));
+  EXPECT_THAT(dot.dot_dimension_numbers().lhs_contracting_dimensions(),
+              ElementsAre(1));
+  EXPECT_THAT(
+      dot.precision_config().operand_precision(),
+      ElementsAre(xla::PrecisionConfig::HIGH, xla::PrecisionConfig::HIGHEST));
   EXPECT_THAT(Find(m, "bdot").dot_dimension_numbers().rhs_batch_dimensions(),
               ElementsAre(0));
 
@@ -356,8 +370,9 @@ TEST(HloParserTest, AllOpsAttributes) {
   EXPECT_THAT(gather.gather_slice_sizes(), ElementsAre(1, 3));
   EXPECT_TRUE(gather.indices_are_sorted());
   const auto& scatter = Find(m, "scatter");
-  EXPECT_THAT(scatter.scatter_dimension_numbers().scatter_dims_to_operand_dims(),
-              ElementsAre(0));
+  EXPECT_THAT(
+      scatter.scatter_dimension_numbers().scatter_dims_to_operand_dims(),
+      ElementsAre(0));
   EXPECT_EQ(scatter.scatter_dimension_numbers().index_vector_dim(), 1);
   EXPECT_TRUE(scatter.unique_indices());
   EXPECT_TRUE(Find(m, "sort").is_stable());
@@ -366,7 +381,8 @@ TEST(HloParserTest, AllOpsAttributes) {
   // while = {body, condition}; conditional = {true, false}.
   const auto& w = Find(m, "w");
   EXPECT_THAT(w.called_computation_ids(),
-              ElementsAre(FindComputation(m, "body").id(), FindComputation(m, "cond").id()));
+              ElementsAre(FindComputation(m, "body").id(),
+                          FindComputation(m, "cond").id()));
   EXPECT_EQ(w.backend_config(), R"({"known_trip_count":{"n":"5"}})");
   EXPECT_THAT(Find(m, "cnd").called_computation_ids(),
               ElementsAre(FindComputation(m, "branch_a").id(),
@@ -387,7 +403,8 @@ TEST(HloParserTest, AllOpsAttributes) {
   EXPECT_THAT(cc.operand_shapes_with_layout(0).layout().minor_to_major(),
               ElementsAre(0, 1));
   ASSERT_EQ(cc.output_operand_aliasing_size(), 1);
-  EXPECT_THAT(cc.output_operand_aliasing(0).output_shape_index(), ElementsAre(0));
+  EXPECT_THAT(cc.output_operand_aliasing(0).output_shape_index(),
+              ElementsAre(0));
 
   EXPECT_EQ(Find(m, "rng").distribution(), xla::RNG_UNIFORM);
   EXPECT_EQ(Find(m, "rbg").rng_algorithm(), xla::RNG_THREE_FRY);
@@ -412,7 +429,8 @@ TEST(HloParserTest, AllOpsAttributes) {
   EXPECT_THAT(ar.replica_groups(1).replica_ids(), ElementsAre(2, 3));
   EXPECT_TRUE(ar.use_global_device_ids());
   EXPECT_EQ(ar.channel_id(), 7);
-  // [2,4]<=[4,2]T(1,0): iota(8) as 4x2, transposed to 2x4 -> {0,2,4,6},{1,3,5,7}.
+  // [2,4]<=[4,2]T(1,0): iota(8) as 4x2, transposed to 2x4 ->
+  // {0,2,4,6},{1,3,5,7}.
   const auto& ar2 = Find(m, "ar2");
   ASSERT_EQ(ar2.replica_groups_size(), 2);
   EXPECT_THAT(ar2.replica_groups(0).replica_ids(), ElementsAre(0, 2, 4, 6));
@@ -440,8 +458,10 @@ TEST(HloParserTest, AllOpsAttributes) {
   EXPECT_THAT(sh3.tuple_shardings(1).iota_transpose_perm(), ElementsAre(1, 0));
   EXPECT_THAT(sh3.tuple_shardings(1).last_tile_dims(),
               ElementsAre(xla::OpSharding::MANUAL));
-  EXPECT_EQ(Find(m, "dom").domain_entry_sharding().type(), xla::OpSharding::MAXIMAL);
-  EXPECT_EQ(Find(m, "dom").domain_exit_sharding().type(), xla::OpSharding::REPLICATED);
+  EXPECT_EQ(Find(m, "dom").domain_entry_sharding().type(),
+            xla::OpSharding::MAXIMAL);
+  EXPECT_EQ(Find(m, "dom").domain_exit_sharding().type(),
+            xla::OpSharding::REPLICATED);
   EXPECT_EQ(Find(m, "cs").cross_program_prefetch_index(), 0);
   EXPECT_EQ(Find(m, "cs").optional_cross_program_prefetch_index_case(),
             xla::HloInstructionProto::kCrossProgramPrefetchIndex);
@@ -454,7 +474,8 @@ TEST(HloParserTest, AllOpsAttributes) {
   ASSERT_EQ(stats.statistics_size(), 2);
   EXPECT_EQ(stats.statistics(1).stat_name(), "stat-2");
   EXPECT_EQ(stats.statistics(1).stat_val(), 44);
-  EXPECT_EQ(Find(m, "cc").custom_call_api_version(), xla::API_VERSION_STATUS_RETURNING);
+  EXPECT_EQ(Find(m, "cc").custom_call_api_version(),
+            xla::API_VERSION_STATUS_RETURNING);
   EXPECT_EQ(Find(m, "state").literal().u64s(1), 18446744073709551615ull);
 }
 
@@ -463,12 +484,14 @@ TEST(HloParserTest, ScheduledModuleHeader) {
   const auto& host = m.host_program_shape();
   ASSERT_EQ(host.parameters_size(), 2);
   ASSERT_EQ(host.parameters(0).layout().tiles_size(), 1);
-  EXPECT_THAT(host.parameters(0).layout().tiles(0).dimensions(), ElementsAre(128));
+  EXPECT_THAT(host.parameters(0).layout().tiles(0).dimensions(),
+              ElementsAre(128));
   ASSERT_EQ(m.input_output_alias().entries_size(), 2);
   EXPECT_EQ(m.input_output_alias().entries(0).kind(), xla::MAY_ALIAS);
   EXPECT_EQ(m.input_output_alias().entries(1).kind(), xla::MUST_ALIAS);
   EXPECT_EQ(m.input_output_alias().entries(1).parameter_number(), 1);
-  EXPECT_THAT(m.input_output_alias().entries(1).output_shape_index(), ElementsAre(1));
+  EXPECT_THAT(m.input_output_alias().entries(1).output_shape_index(),
+              ElementsAre(1));
   ASSERT_EQ(m.buffer_donor().entries_size(), 1);
   EXPECT_EQ(m.buffer_donor().entries(0).parameter_number(), 1);
   EXPECT_EQ(m.frontend_attributes().map().at("xla.sdy.meshes"),
@@ -541,8 +564,9 @@ TEST(HloParserErrorTest, MissingHeader) {
 }
 
 TEST(HloParserErrorTest, BadShape) {
-  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = f33[] constant(0)\n}\n"),
-            "line 3, column 12: expected shape, got 'f33'");
+  EXPECT_EQ(
+      ErrorOf("HloModule m\nENTRY e {\n  ROOT c = f33[] constant(0)\n}\n"),
+      "line 3, column 12: expected shape, got 'f33'");
 }
 
 TEST(HloParserErrorTest, MissingCloseParen) {
@@ -557,20 +581,25 @@ TEST(HloParserErrorTest, UnknownOperand) {
 }
 
 TEST(HloParserErrorTest, UnknownComputation) {
-  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = f32[] call(), to_apply=%nope\n}\n"),
+  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = f32[] call(), "
+                    "to_apply=%nope\n}\n"),
             "line 3, column 35: unknown computation 'nope'");
 }
 
 TEST(HloParserErrorTest, UnknownOpcode) {
-  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = f32[] frobnicate()\n}\n"),
-            "line 3, column 18: unknown opcode 'frobnicate'");
+  EXPECT_EQ(
+      ErrorOf("HloModule m\nENTRY e {\n  ROOT c = f32[] frobnicate()\n}\n"),
+      "line 3, column 18: unknown opcode 'frobnicate'");
 }
 
 TEST(HloParserErrorTest, BadLiteral) {
-  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = f32[3] constant({1, 2})\n}\n"),
-            "line 3, column 33: expected ',', got '}'");
-  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  ROOT c = s8[] constant(300)\n}\n"),
-            "line 3, column 26: value 300 out of range for s8");
+  EXPECT_EQ(
+      ErrorOf(
+          "HloModule m\nENTRY e {\n  ROOT c = f32[3] constant({1, 2})\n}\n"),
+      "line 3, column 33: expected ',', got '}'");
+  EXPECT_EQ(
+      ErrorOf("HloModule m\nENTRY e {\n  ROOT c = s8[] constant(300)\n}\n"),
+      "line 3, column 26: value 300 out of range for s8");
 }
 
 TEST(HloParserErrorTest, BadAttributes) {
@@ -578,9 +607,11 @@ TEST(HloParserErrorTest, BadAttributes) {
                     "  ROOT c = pred[] compare(p, p), direction=XX\n}\n"),
             "line 4, column 44: expected comparison direction (EQ, NE, GE, GT, "
             "LE, LT), got 'XX'");
-  EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  p = f32[8] parameter(0)\n"
-                    "  ROOT c = f32[8] all-reduce(p), replica_groups=[3,3]<=[8]\n}\n"),
-            "line 4, column 49: iota replica groups [3,3] do not cover 8 devices");
+  EXPECT_EQ(
+      ErrorOf(
+          "HloModule m\nENTRY e {\n  p = f32[8] parameter(0)\n"
+          "  ROOT c = f32[8] all-reduce(p), replica_groups=[3,3]<=[8]\n}\n"),
+      "line 4, column 49: iota replica groups [3,3] do not cover 8 devices");
 }
 
 TEST(HloParserErrorTest, DuplicatesAndCycles) {
@@ -590,8 +621,9 @@ TEST(HloParserErrorTest, DuplicatesAndCycles) {
   EXPECT_EQ(ErrorOf("HloModule m\nENTRY e {\n  a = f32[] negate(b)\n"
                     "  ROOT b = f32[] negate(a)\n}\n"),
             "line 4, column 25: cycle through instruction 'a'");
-  EXPECT_EQ(ErrorOf("HloModule m\nf {\n  ROOT c = f32[] call(), to_apply=f\n}\n"),
-            "line 3, column 35: computation 'f' calls itself (cycle)");
+  EXPECT_EQ(
+      ErrorOf("HloModule m\nf {\n  ROOT c = f32[] call(), to_apply=f\n}\n"),
+      "line 3, column 35: computation 'f' calls itself (cycle)");
 }
 
 TEST(HloParserErrorTest, DeclaredOperandShapeMismatch) {

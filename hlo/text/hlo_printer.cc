@@ -43,13 +43,22 @@ void AppendLayout(const xla::LayoutProto& layout, int rank, std::string* out) {
     for (int i = 0; i < layout.dim_level_types_size(); ++i) {
       if (i > 0) extras += ",";
       switch (layout.dim_level_types(i)) {
-        case xla::DIM_COMPRESSED: extras += "C"; break;
-        case xla::DIM_SINGLETON: extras += "S"; break;
-        case xla::DIM_LOOSE_COMPRESSED: extras += "H"; break;
-        default: extras += "D"; break;
+        case xla::DIM_COMPRESSED:
+          extras += "C";
+          break;
+        case xla::DIM_SINGLETON:
+          extras += "S";
+          break;
+        case xla::DIM_LOOSE_COMPRESSED:
+          extras += "H";
+          break;
+        default:
+          extras += "D";
+          break;
       }
       if (i < layout.dim_unique_size() && !layout.dim_unique(i)) extras += "+";
-      if (i < layout.dim_ordered_size() && !layout.dim_ordered(i)) extras += "~";
+      if (i < layout.dim_ordered_size() && !layout.dim_ordered(i))
+        extras += "~";
     }
     extras += ")";
   }
@@ -71,11 +80,12 @@ void AppendLayout(const xla::LayoutProto& layout, int rank, std::string* out) {
   }
   if (layout.tail_padding_alignment_in_elements() != 0 &&
       layout.tail_padding_alignment_in_elements() != 1) {
-    absl::StrAppend(&extras, "L(", layout.tail_padding_alignment_in_elements(), ")");
+    absl::StrAppend(&extras, "L(", layout.tail_padding_alignment_in_elements(),
+                    ")");
   }
   if (layout.index_primitive_type() != xla::PRIMITIVE_TYPE_INVALID) {
-    absl::StrAppend(&extras, "#(", PrimitiveTypeName(layout.index_primitive_type()),
-                    ")");
+    absl::StrAppend(&extras, "#(",
+                    PrimitiveTypeName(layout.index_primitive_type()), ")");
   }
   if (layout.pointer_primitive_type() != xla::PRIMITIVE_TYPE_INVALID) {
     absl::StrAppend(&extras, "*(",
@@ -137,53 +147,86 @@ void AppendShape(const xla::ShapeProto& shape, bool print_layout,
   }
 }
 
-// --- Literals -----------------------------------------------------------------
+// --- Literals
+// -----------------------------------------------------------------
 
 uint16_t Read16(const std::string& bytes, int64_t index) {
-  return static_cast<uint16_t>(static_cast<uint8_t>(bytes[2 * index]) |
-                               (static_cast<uint8_t>(bytes[2 * index + 1]) << 8));
+  return static_cast<uint16_t>(
+      static_cast<uint8_t>(bytes[2 * index]) |
+      (static_cast<uint8_t>(bytes[2 * index + 1]) << 8));
 }
 
 const std::string* BytesFieldOf(xla::PrimitiveType type,
                                 const xla::LiteralProto& literal) {
   switch (type) {
-    case xla::S1: return &literal.s1s();
-    case xla::S2: return &literal.s2s();
-    case xla::S4: return &literal.s4s();
-    case xla::S8: return &literal.s8s();
-    case xla::U1: return &literal.u1s();
-    case xla::U2: return &literal.u2s();
-    case xla::U4: return &literal.u4s();
-    case xla::U8: return &literal.u8s();
-    case xla::S16: return &literal.s16s();
-    case xla::U16: return &literal.u16s();
-    case xla::F16: return &literal.f16s();
-    case xla::BF16: return &literal.bf16s();
-    case xla::F8E5M2: return &literal.f8e5m2s();
-    case xla::F8E4M3: return &literal.f8e4m3s();
-    case xla::F8E4M3FN: return &literal.f8e4m3fns();
-    case xla::F8E4M3B11FNUZ: return &literal.f8e4m3b11fnuzs();
-    case xla::F8E3M4: return &literal.f8e3m4s();
-    case xla::F8E5M2FNUZ: return &literal.f8e5m2fnuzs();
-    case xla::F8E4M3FNUZ: return &literal.f8e4m3fnuzs();
-    case xla::F4E2M1FN: return &literal.f4e2m1fns();
-    case xla::F8E8M0FNU: return &literal.f8e8m0fnus();
-    default: return nullptr;
+    case xla::S1:
+      return &literal.s1s();
+    case xla::S2:
+      return &literal.s2s();
+    case xla::S4:
+      return &literal.s4s();
+    case xla::S8:
+      return &literal.s8s();
+    case xla::U1:
+      return &literal.u1s();
+    case xla::U2:
+      return &literal.u2s();
+    case xla::U4:
+      return &literal.u4s();
+    case xla::U8:
+      return &literal.u8s();
+    case xla::S16:
+      return &literal.s16s();
+    case xla::U16:
+      return &literal.u16s();
+    case xla::F16:
+      return &literal.f16s();
+    case xla::BF16:
+      return &literal.bf16s();
+    case xla::F8E5M2:
+      return &literal.f8e5m2s();
+    case xla::F8E4M3:
+      return &literal.f8e4m3s();
+    case xla::F8E4M3FN:
+      return &literal.f8e4m3fns();
+    case xla::F8E4M3B11FNUZ:
+      return &literal.f8e4m3b11fnuzs();
+    case xla::F8E3M4:
+      return &literal.f8e3m4s();
+    case xla::F8E5M2FNUZ:
+      return &literal.f8e5m2fnuzs();
+    case xla::F8E4M3FNUZ:
+      return &literal.f8e4m3fnuzs();
+    case xla::F4E2M1FN:
+      return &literal.f4e2m1fns();
+    case xla::F8E8M0FNU:
+      return &literal.f8e8m0fnus();
+    default:
+      return nullptr;
   }
 }
 
 // Number of stored elements of the field for `type`.
 int64_t StoredCount(xla::PrimitiveType type, const xla::LiteralProto& literal) {
   switch (type) {
-    case xla::PRED: return literal.preds_size();
-    case xla::S32: return literal.s32s_size();
-    case xla::S64: return literal.s64s_size();
-    case xla::U32: return literal.u32s_size();
-    case xla::U64: return literal.u64s_size();
-    case xla::F32: return literal.f32s_size();
-    case xla::F64: return literal.f64s_size();
-    case xla::C64: return literal.c64s_size() / 2;
-    case xla::C128: return literal.c128s_size() / 2;
+    case xla::PRED:
+      return literal.preds_size();
+    case xla::S32:
+      return literal.s32s_size();
+    case xla::S64:
+      return literal.s64s_size();
+    case xla::U32:
+      return literal.u32s_size();
+    case xla::U64:
+      return literal.u64s_size();
+    case xla::F32:
+      return literal.f32s_size();
+    case xla::F64:
+      return literal.f64s_size();
+    case xla::C64:
+      return literal.c64s_size() / 2;
+    case xla::C128:
+      return literal.c128s_size() / 2;
     case xla::S16:
     case xla::U16:
     case xla::F16:
@@ -199,13 +242,27 @@ int64_t StoredCount(xla::PrimitiveType type, const xla::LiteralProto& literal) {
 void AppendElement(xla::PrimitiveType type, const xla::LiteralProto& literal,
                    int64_t i, std::string* out) {
   switch (type) {
-    case xla::PRED: out->append(literal.preds(i) ? "true" : "false"); return;
-    case xla::S32: absl::StrAppend(out, literal.s32s(i)); return;
-    case xla::S64: absl::StrAppend(out, literal.s64s(i)); return;
-    case xla::U32: absl::StrAppend(out, literal.u32s(i)); return;
-    case xla::U64: absl::StrAppend(out, literal.u64s(i)); return;
-    case xla::F32: out->append(FormatFloat(literal.f32s(i))); return;
-    case xla::F64: out->append(FormatDouble(literal.f64s(i))); return;
+    case xla::PRED:
+      out->append(literal.preds(i) ? "true" : "false");
+      return;
+    case xla::S32:
+      absl::StrAppend(out, literal.s32s(i));
+      return;
+    case xla::S64:
+      absl::StrAppend(out, literal.s64s(i));
+      return;
+    case xla::U32:
+      absl::StrAppend(out, literal.u32s(i));
+      return;
+    case xla::U64:
+      absl::StrAppend(out, literal.u64s(i));
+      return;
+    case xla::F32:
+      out->append(FormatFloat(literal.f32s(i)));
+      return;
+    case xla::F64:
+      out->append(FormatDouble(literal.f64s(i)));
+      return;
     case xla::C64:
       absl::StrAppend(out, "(", FormatFloat(literal.c64s(2 * i)), ", ",
                       FormatFloat(literal.c64s(2 * i + 1)), ")");
@@ -284,16 +341,20 @@ void AppendLiteral(const xla::LiteralProto& literal, std::string* out) {
   nested(0);
 }
 
-// --- Attributes -----------------------------------------------------------------
+// --- Attributes
+// -----------------------------------------------------------------
 
 std::string PrintMetadata(const xla::OpMetadata& m) {
   std::vector<std::string> parts;
-  if (!m.op_type().empty()) parts.push_back(absl::StrCat("op_type=", Quoted(m.op_type())));
-  if (!m.op_name().empty()) parts.push_back(absl::StrCat("op_name=", Quoted(m.op_name())));
+  if (!m.op_type().empty())
+    parts.push_back(absl::StrCat("op_type=", Quoted(m.op_type())));
+  if (!m.op_name().empty())
+    parts.push_back(absl::StrCat("op_name=", Quoted(m.op_name())));
   if (!m.source_file().empty()) {
     parts.push_back(absl::StrCat("source_file=", Quoted(m.source_file())));
   }
-  if (m.source_line() != 0) parts.push_back(absl::StrCat("source_line=", m.source_line()));
+  if (m.source_line() != 0)
+    parts.push_back(absl::StrCat("source_line=", m.source_line()));
   if (m.source_end_line() != 0) {
     parts.push_back(absl::StrCat("source_end_line=", m.source_end_line()));
   }
@@ -308,14 +369,15 @@ std::string PrintMetadata(const xla::OpMetadata& m) {
     for (int t : m.profile_type()) {
       types.push_back(xla::ProfileType_Name(static_cast<xla::ProfileType>(t)));
     }
-    parts.push_back(absl::StrCat("profile_type={", absl::StrJoin(types, ","), "}"));
+    parts.push_back(
+        absl::StrCat("profile_type={", absl::StrJoin(types, ","), "}"));
   }
   if (m.creation_pass_id() != 0) {
     parts.push_back(absl::StrCat("creation_pass_id=", m.creation_pass_id()));
   }
   if (m.logical_creation_pass_id() != 0) {
-    parts.push_back(
-        absl::StrCat("logical_creation_pass_id=", m.logical_creation_pass_id()));
+    parts.push_back(absl::StrCat("logical_creation_pass_id=",
+                                 m.logical_creation_pass_id()));
   }
   if (m.size_of_generated_code_in_bytes() != 0) {
     parts.push_back(absl::StrCat("size_of_generated_code_in_bytes=",
@@ -326,38 +388,53 @@ std::string PrintMetadata(const xla::OpMetadata& m) {
                                  m.size_of_memory_working_set_in_bytes()));
   }
   if (!m.deduplicated_name().empty()) {
-    parts.push_back(absl::StrCat("deduplicated_name=", Quoted(m.deduplicated_name())));
+    parts.push_back(
+        absl::StrCat("deduplicated_name=", Quoted(m.deduplicated_name())));
   }
   if (m.stack_frame_id() != 0) {
     parts.push_back(absl::StrCat("stack_frame_id=", m.stack_frame_id()));
   }
   if (!m.scheduling_name().empty()) {
-    parts.push_back(absl::StrCat("scheduling_name=", Quoted(m.scheduling_name())));
+    parts.push_back(
+        absl::StrCat("scheduling_name=", Quoted(m.scheduling_name())));
   }
   return absl::StrCat("{", absl::StrJoin(parts, " "), "}");
 }
 
 absl::string_view SubgroupName(int type) {
   switch (type) {
-    case xla::OpSharding::MANUAL: return "manual";
-    case xla::OpSharding::UNREDUCED: return "unreduced";
-    case xla::OpSharding::MAXIMAL: return "maximal";
-    default: return "replicated";
+    case xla::OpSharding::MANUAL:
+      return "manual";
+    case xla::OpSharding::UNREDUCED:
+      return "unreduced";
+    case xla::OpSharding::MAXIMAL:
+      return "maximal";
+    default:
+      return "replicated";
   }
 }
 
 std::string PrintSharding(const xla::OpSharding& s) {
   if (s.type() == xla::OpSharding::TUPLE) {
     std::vector<std::string> parts;
-    for (const auto& element : s.tuple_shardings()) parts.push_back(PrintSharding(element));
+    for (const auto& element : s.tuple_shardings())
+      parts.push_back(PrintSharding(element));
     return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
   }
   std::string out = "{";
   switch (s.type()) {
-    case xla::OpSharding::REPLICATED: out += "replicated"; break;
-    case xla::OpSharding::MANUAL: out += "manual"; break;
-    case xla::OpSharding::UNKNOWN: out += "unknown"; break;
-    case xla::OpSharding::UNREDUCED: out += "unreduced"; break;
+    case xla::OpSharding::REPLICATED:
+      out += "replicated";
+      break;
+    case xla::OpSharding::MANUAL:
+      out += "manual";
+      break;
+    case xla::OpSharding::UNKNOWN:
+      out += "unknown";
+      break;
+    case xla::OpSharding::UNREDUCED:
+      out += "unreduced";
+      break;
     case xla::OpSharding::MAXIMAL:
       absl::StrAppend(&out, "maximal device=",
                       s.tile_assignment_devices_size() > 0
@@ -368,14 +445,15 @@ std::string PrintSharding(const xla::OpSharding& s) {
       absl::StrAppend(&out, "devices=[",
                       absl::StrJoin(s.tile_assignment_dimensions(), ","), "]");
       if (s.iota_reshape_dims_size() > 0) {
-        absl::StrAppend(&out, "<=[", absl::StrJoin(s.iota_reshape_dims(), ","), "]");
+        absl::StrAppend(&out, "<=[", absl::StrJoin(s.iota_reshape_dims(), ","),
+                        "]");
         bool identity = true;
         for (int i = 0; i < s.iota_transpose_perm_size(); ++i) {
           identity &= s.iota_transpose_perm(i) == i;
         }
         if (!identity) {
-          absl::StrAppend(&out, "T(", absl::StrJoin(s.iota_transpose_perm(), ","),
-                          ")");
+          absl::StrAppend(&out, "T(",
+                          absl::StrJoin(s.iota_transpose_perm(), ","), ")");
         }
       } else {
         absl::StrAppend(&out, absl::StrJoin(s.tile_assignment_devices(), ","));
@@ -384,14 +462,16 @@ std::string PrintSharding(const xla::OpSharding& s) {
       if (s.last_tile_dims_size() > 0) {
         std::vector<absl::string_view> names;
         for (int t : s.last_tile_dims()) names.push_back(SubgroupName(t));
-        absl::StrAppend(&out, " last_tile_dims={", absl::StrJoin(names, ", "), "}");
+        absl::StrAppend(&out, " last_tile_dims={", absl::StrJoin(names, ", "),
+                        "}");
       }
     }
   }
   if (s.is_shard_group()) {
-    absl::StrAppend(&out, s.shard_group_type() == xla::OpSharding::AS
-                              ? " shard_as "
-                              : " shard_like ",
+    absl::StrAppend(&out,
+                    s.shard_group_type() == xla::OpSharding::AS
+                        ? " shard_as "
+                        : " shard_like ",
                     s.shard_group_id());
   }
   if (s.metadata_size() == 1) {
@@ -406,14 +486,15 @@ std::string PrintSharding(const xla::OpSharding& s) {
 }
 
 std::string PrintFrontendAttributes(const xla::FrontendAttributes& attributes) {
-  std::vector<std::pair<std::string, std::string>> sorted(attributes.map().begin(),
-                                                          attributes.map().end());
+  std::vector<std::pair<std::string, std::string>> sorted(
+      attributes.map().begin(), attributes.map().end());
   std::sort(sorted.begin(), sorted.end());
   std::vector<std::string> parts;
   for (const auto& [key, value] : sorted) {
     bool plain = !key.empty();
     for (char c : key) plain &= absl::ascii_isalnum(c) || c == '_' || c == '.';
-    parts.push_back(absl::StrCat(plain ? key : Quoted(key), "=", Quoted(value)));
+    parts.push_back(
+        absl::StrCat(plain ? key : Quoted(key), "=", Quoted(value)));
   }
   return absl::StrCat("{", absl::StrJoin(parts, ","), "}");
 }
@@ -433,20 +514,26 @@ std::string PrintWindow(const xla::Window& window) {
   };
   using Dim = xla::WindowDimension;
   if (window.dimensions_size() > 0) {
-    parts.push_back("size=" + join([](const Dim& d) { return absl::StrCat(d.size()); }));
+    parts.push_back("size=" +
+                    join([](const Dim& d) { return absl::StrCat(d.size()); }));
   }
   if (any([](const Dim& d) { return d.stride() != 1; })) {
-    parts.push_back("stride=" +
-                    join([](const Dim& d) { return absl::StrCat(d.stride()); }));
+    parts.push_back("stride=" + join([](const Dim& d) {
+                      return absl::StrCat(d.stride());
+                    }));
   }
-  if (any([](const Dim& d) { return d.padding_low() != 0 || d.padding_high() != 0; })) {
+  if (any([](const Dim& d) {
+        return d.padding_low() != 0 || d.padding_high() != 0;
+      })) {
     parts.push_back("pad=" + join([](const Dim& d) {
-                      return absl::StrCat(d.padding_low(), "_", d.padding_high());
+                      return absl::StrCat(d.padding_low(), "_",
+                                          d.padding_high());
                     }));
   }
   if (any([](const Dim& d) { return d.base_dilation() != 1; })) {
-    parts.push_back("lhs_dilate=" +
-                    join([](const Dim& d) { return absl::StrCat(d.base_dilation()); }));
+    parts.push_back("lhs_dilate=" + join([](const Dim& d) {
+                      return absl::StrCat(d.base_dilation());
+                    }));
   }
   if (any([](const Dim& d) { return d.window_dilation() != 1; })) {
     parts.push_back("rhs_dilate=" + join([](const Dim& d) {
@@ -469,7 +556,8 @@ std::string PrintDimLabels(const xla::ConvolutionDimensionNumbers& d) {
     if (a >= 0 && a < rank) s[a] = ca;
     if (b >= 0 && b < rank) s[b] = cb;
     for (int i = 0; i < spatial.size(); ++i) {
-      if (spatial[i] >= 0 && spatial[i] < rank) s[spatial[i]] = static_cast<char>('0' + i);
+      if (spatial[i] >= 0 && spatial[i] < rank)
+        s[spatial[i]] = static_cast<char>('0' + i);
     }
     return s;
   };
@@ -478,7 +566,8 @@ std::string PrintDimLabels(const xla::ConvolutionDimensionNumbers& d) {
              d.input_spatial_dimensions()),
       "_",
       labels(d.kernel_input_feature_dimension(), 'i',
-             d.kernel_output_feature_dimension(), 'o', d.kernel_spatial_dimensions()),
+             d.kernel_output_feature_dimension(), 'o',
+             d.kernel_spatial_dimensions()),
       "->",
       labels(d.output_batch_dimension(), 'b', d.output_feature_dimension(), 'f',
              d.output_spatial_dimensions()));
@@ -499,8 +588,9 @@ std::string LowerEnumName(const std::string& name, absl::string_view prefix) {
 
 bool IsCollective(absl::string_view op) {
   return op == "all-reduce" || op == "all-reduce-start" || op == "all-gather" ||
-         op == "all-gather-start" || op == "all-to-all" || op == "reduce-scatter" ||
-         op == "collective-broadcast" || op == "ragged-all-to-all";
+         op == "all-gather-start" || op == "all-to-all" ||
+         op == "reduce-scatter" || op == "collective-broadcast" ||
+         op == "ragged-all-to-all";
 }
 
 class Printer {
@@ -554,7 +644,8 @@ void Printer::Instruction(const xla::HloInstructionProto& instruction,
     for (int i = 0; i < instruction.operand_ids_size(); ++i) {
       if (i > 0) out->append(", ");
       if (i > 0 && i % 5 == 0) absl::StrAppend(out, "/*index=", i, "*/");
-      const xla::HloInstructionProto* operand = Find(instruction.operand_ids(i));
+      const xla::HloInstructionProto* operand =
+          Find(instruction.operand_ids(i));
       if (operand == nullptr) {
         absl::StrAppend(out, "%unknown.", instruction.operand_ids(i));
         continue;
@@ -602,11 +693,11 @@ void Printer::Attributes(const xla::HloInstructionProto& in,
     }
     std::vector<std::string> parts;
     for (const auto& d : in.padding_config().dimensions()) {
-      parts.push_back(interior ? absl::StrCat(d.edge_padding_low(), "_",
-                                              d.edge_padding_high(), "_",
-                                              d.interior_padding())
-                               : absl::StrCat(d.edge_padding_low(), "_",
-                                              d.edge_padding_high()));
+      parts.push_back(
+          interior
+              ? absl::StrCat(d.edge_padding_low(), "_", d.edge_padding_high(),
+                             "_", d.interior_padding())
+              : absl::StrCat(d.edge_padding_low(), "_", d.edge_padding_high()));
     }
     add("padding=", absl::StrJoin(parts, "x"));
   }
@@ -648,8 +739,8 @@ void Printer::Attributes(const xla::HloInstructionProto& in,
   if (in.dot_sparsity_size() > 0) {
     std::vector<std::string> parts;
     for (const auto& s : in.dot_sparsity()) {
-      parts.push_back(absl::StrCat(s.index() == 0 ? "L." : "R.", s.dimension(), "@",
-                                   s.n(), ":", s.m()));
+      parts.push_back(absl::StrCat(s.index() == 0 ? "L." : "R.", s.dimension(),
+                                   "@", s.n(), ":", s.m()));
     }
     add("sparsity=", absl::StrJoin(parts, "_"));
   }
@@ -660,16 +751,17 @@ void Printer::Attributes(const xla::HloInstructionProto& in,
     if (non_default) {
       std::vector<std::string> names;
       for (int p : pc.operand_precision()) {
-        names.push_back(LowerEnumName(
-            xla::PrecisionConfig::Precision_Name(
-                static_cast<xla::PrecisionConfig::Precision>(p)),
-            ""));
+        names.push_back(
+            LowerEnumName(xla::PrecisionConfig::Precision_Name(
+                              static_cast<xla::PrecisionConfig::Precision>(p)),
+                          ""));
       }
       add("operand_precision={", absl::StrJoin(names, ","), "}");
     }
     if (pc.algorithm() != xla::PrecisionConfig::ALG_UNSET) {
       add("algorithm=",
-          LowerEnumName(xla::PrecisionConfig::Algorithm_Name(pc.algorithm()), "ALG_"));
+          LowerEnumName(xla::PrecisionConfig::Algorithm_Name(pc.algorithm()),
+                        "ALG_"));
     }
   }
   if (in.has_gather_dimension_numbers()) {
@@ -681,7 +773,8 @@ void Printer::Attributes(const xla::HloInstructionProto& in,
       add("operand_batching_dims=", IntList(g.operand_batching_dims()));
     }
     if (g.start_indices_batching_dims_size() > 0) {
-      add("start_indices_batching_dims=", IntList(g.start_indices_batching_dims()));
+      add("start_indices_batching_dims=",
+          IntList(g.start_indices_batching_dims()));
     }
     add("index_vector_dim=", g.index_vector_dim());
   }
@@ -692,12 +785,14 @@ void Printer::Attributes(const xla::HloInstructionProto& in,
     const auto& s = in.scatter_dimension_numbers();
     add("update_window_dims=", IntList(s.update_window_dims()));
     add("inserted_window_dims=", IntList(s.inserted_window_dims()));
-    add("scatter_dims_to_operand_dims=", IntList(s.scatter_dims_to_operand_dims()));
+    add("scatter_dims_to_operand_dims=",
+        IntList(s.scatter_dims_to_operand_dims()));
     if (s.input_batching_dims_size() > 0) {
       add("input_batching_dims=", IntList(s.input_batching_dims()));
     }
     if (s.scatter_indices_batching_dims_size() > 0) {
-      add("scatter_indices_batching_dims=", IntList(s.scatter_indices_batching_dims()));
+      add("scatter_indices_batching_dims=",
+          IntList(s.scatter_indices_batching_dims()));
     }
     add("index_vector_dim=", s.index_vector_dim());
   }
@@ -713,18 +808,20 @@ void Printer::Attributes(const xla::HloInstructionProto& in,
       if (const auto* operand = Find(in.operand_ids(0))) {
         const xla::PrimitiveType t = operand->shape().element_type();
         default_type = IsFloatType(t) || IsComplexType(t) ? "FLOAT"
-                       : IsSignedIntType(t)                ? "SIGNED"
-                                                           : "UNSIGNED";
+                       : IsSignedIntType(t)               ? "SIGNED"
+                                                          : "UNSIGNED";
       }
     }
-    if (in.comparison_type() != default_type) add("type=", in.comparison_type());
+    if (in.comparison_type() != default_type)
+      add("type=", in.comparison_type());
   }
   if (IsCollective(op) || in.replica_groups_size() > 0) {
     add("replica_groups=", PrintReplicaGroups(in.replica_groups()));
   }
   if (in.channel_id() > 0) add("channel_id=", in.channel_id());
   if (in.use_global_device_ids()) add("use_global_device_ids=true");
-  if (in.constrain_layout() && op != "custom-call") add("constrain_layout=true");
+  if (in.constrain_layout() && op != "custom-call")
+    add("constrain_layout=true");
   if (in.source_target_pairs_size() > 0 || op == "collective-permute" ||
       op == "collective-permute-start") {
     std::vector<std::string> parts;
@@ -734,10 +831,12 @@ void Printer::Attributes(const xla::HloInstructionProto& in,
     add("source_target_pairs={", absl::StrJoin(parts, ","), "}");
   }
   if (op == "rng") {
-    add("distribution=", LowerEnumName(xla::RandomDistribution_Name(in.distribution()), ""));
+    add("distribution=",
+        LowerEnumName(xla::RandomDistribution_Name(in.distribution()), ""));
   }
   if (op == "rng-bit-generator") {
-    add("algorithm=", LowerEnumName(xla::RandomAlgorithm_Name(in.rng_algorithm()), ""));
+    add("algorithm=",
+        LowerEnumName(xla::RandomAlgorithm_Name(in.rng_algorithm()), ""));
   }
   if (in.delta() != 0) add("delta=", in.delta());
   if (op == "fft") {
@@ -754,8 +853,10 @@ void Printer::Attributes(const xla::HloInstructionProto& in,
   }
   if (!in.fusion_kind().empty()) add("kind=", in.fusion_kind());
   if (in.is_host_transfer()) add("is_host_transfer=true");
-  if (!in.infeed_config().empty()) add("infeed_config=", Quoted(in.infeed_config()));
-  if (!in.outfeed_config().empty()) add("outfeed_config=", Quoted(in.outfeed_config()));
+  if (!in.infeed_config().empty())
+    add("infeed_config=", Quoted(in.infeed_config()));
+  if (!in.outfeed_config().empty())
+    add("outfeed_config=", Quoted(in.outfeed_config()));
   if (in.has_outfeed_shape()) {
     std::string shape;
     AppendShape(in.outfeed_shape(), true, &shape);
@@ -763,9 +864,11 @@ void Printer::Attributes(const xla::HloInstructionProto& in,
   }
   if (op == "custom-call") {
     add("custom_call_target=", Quoted(in.custom_call_target()));
-    if (in.custom_call_has_side_effect()) add("custom_call_has_side_effect=true");
+    if (in.custom_call_has_side_effect())
+      add("custom_call_has_side_effect=true");
     if (in.custom_call_api_version() != xla::API_VERSION_ORIGINAL) {
-      add("api_version=", xla::CustomCallApiVersion_Name(in.custom_call_api_version()));
+      add("api_version=",
+          xla::CustomCallApiVersion_Name(in.custom_call_api_version()));
     }
     if (in.custom_call_schedule() != xla::SCHEDULE_NONE) {
       add("schedule=", xla::CustomCallSchedule_Name(in.custom_call_schedule()));
@@ -794,9 +897,11 @@ void Printer::Attributes(const xla::HloInstructionProto& in,
     if (t.left_side()) add("left_side=true");
     if (t.lower()) add("lower=true");
     if (t.unit_diagonal()) add("unit_diagonal=true");
-    add("transpose_a=", xla::TriangularSolveOptions::Transpose_Name(t.transpose_a()));
+    add("transpose_a=",
+        xla::TriangularSolveOptions::Transpose_Name(t.transpose_a()));
   }
-  if (in.has_cholesky_options() && in.cholesky_options().lower()) add("lower=true");
+  if (in.has_cholesky_options() && in.cholesky_options().lower())
+    add("lower=true");
   if (in.is_stable()) add("is_stable=true");
   if (in.has_parameter_replication()) {
     std::vector<std::string> parts;
@@ -819,15 +924,17 @@ void Printer::Attributes(const xla::HloInstructionProto& in,
     add("padding_type=", xla::PaddingType_Name(in.padding_type()));
   }
   if (op == "domain") {
-    add("domain={kind=\"sharding\", entry=", PrintSharding(in.domain_entry_sharding()),
+    add("domain={kind=\"sharding\", entry=",
+        PrintSharding(in.domain_entry_sharding()),
         ", exit=", PrintSharding(in.domain_exit_sharding()), "}");
   }
   if (in.has_result_accuracy()) {
     const auto& r = in.result_accuracy();
     if (r.has_tolerance()) {
-      add("result_accuracy={tolerance={atol=", FormatDouble(r.tolerance().atol()),
-          ",rtol=", FormatDouble(r.tolerance().rtol()), ",ulps=", r.tolerance().ulps(),
-          "}}");
+      add("result_accuracy={tolerance={atol=",
+          FormatDouble(r.tolerance().atol()),
+          ",rtol=", FormatDouble(r.tolerance().rtol()),
+          ",ulps=", r.tolerance().ulps(), "}}");
     } else {
       add("result_accuracy={mode=",
           LowerEnumName(xla::ResultAccuracy::Mode_Name(r.mode()), ""), "}");
@@ -870,14 +977,15 @@ void Printer::Attributes(const xla::HloInstructionProto& in,
   }
   if (in.has_sharding()) add("sharding=", PrintSharding(in.sharding()));
   if (in.has_frontend_attributes() && !in.frontend_attributes().map().empty()) {
-    add("frontend_attributes=", PrintFrontendAttributes(in.frontend_attributes()));
+    add("frontend_attributes=",
+        PrintFrontendAttributes(in.frontend_attributes()));
   }
   if (in.has_statistics_viz()) {
-    std::string s =
-        absl::StrCat("statistics={visualizing_index=",
-                     in.statistics_viz().stat_index_to_visualize());
+    std::string s = absl::StrCat("statistics={visualizing_index=",
+                                 in.statistics_viz().stat_index_to_visualize());
     for (const auto& stat : in.statistics_viz().statistics()) {
-      absl::StrAppend(&s, ",", stat.stat_name(), "=", FormatDouble(stat.stat_val()));
+      absl::StrAppend(&s, ",", stat.stat_name(), "=",
+                      FormatDouble(stat.stat_val()));
     }
     s += "}";
     attrs->push_back(s);
@@ -950,14 +1058,13 @@ std::string Printer::Module() const {
   if (m.has_input_output_alias() && m.input_output_alias().entries_size() > 0) {
     std::vector<std::string> parts;
     for (const auto& e : m.input_output_alias().entries()) {
-      parts.push_back(absl::StrCat(IntList(e.output_shape_index()), ": (",
-                                   e.parameter_number(), ", ",
-                                   IntList(e.parameter_shape_index()), ", ",
-                                   e.kind() == xla::MUST_ALIAS ? "must-alias"
-                                                               : "may-alias",
-                                   ")"));
+      parts.push_back(absl::StrCat(
+          IntList(e.output_shape_index()), ": (", e.parameter_number(), ", ",
+          IntList(e.parameter_shape_index()), ", ",
+          e.kind() == xla::MUST_ALIAS ? "must-alias" : "may-alias", ")"));
     }
-    absl::StrAppend(&out, ", input_output_alias={ ", absl::StrJoin(parts, ", "), " }");
+    absl::StrAppend(&out, ", input_output_alias={ ", absl::StrJoin(parts, ", "),
+                    " }");
   }
   if (m.has_buffer_donor() && m.buffer_donor().entries_size() > 0) {
     std::vector<std::string> parts;
@@ -965,7 +1072,8 @@ std::string Printer::Module() const {
       parts.push_back(absl::StrCat("(", e.parameter_number(), ", ",
                                    IntList(e.parameter_shape_index()), ")"));
     }
-    absl::StrAppend(&out, ", buffer_donor={ ", absl::StrJoin(parts, ", "), " }");
+    absl::StrAppend(&out, ", buffer_donor={ ", absl::StrJoin(parts, ", "),
+                    " }");
   }
   if (m.has_frontend_attributes() && !m.frontend_attributes().map().empty()) {
     absl::StrAppend(&out, ", frontend_attributes=",
@@ -977,9 +1085,10 @@ std::string Printer::Module() const {
   }
   if (m.spmd_parameters_shardings_size() > 0) {
     std::vector<std::string> parts;
-    for (const auto& s : m.spmd_parameters_shardings()) parts.push_back(PrintSharding(s));
-    absl::StrAppend(&out, ", spmd_parameters_shardings={", absl::StrJoin(parts, ","),
-                    "}");
+    for (const auto& s : m.spmd_parameters_shardings())
+      parts.push_back(PrintSharding(s));
+    absl::StrAppend(&out, ", spmd_parameters_shardings={",
+                    absl::StrJoin(parts, ","), "}");
   }
   out += "\n";
   for (const xla::HloComputationProto& c : m.computations()) {
@@ -991,8 +1100,9 @@ std::string Printer::Module() const {
     out += "(";
     for (int i = 0; i < ps.parameters_size(); ++i) {
       if (i > 0) out += ", ";
-      absl::StrAppend(&out, i < ps.parameter_names_size() ? ps.parameter_names(i)
-                                                          : absl::StrCat("p", i),
+      absl::StrAppend(&out,
+                      i < ps.parameter_names_size() ? ps.parameter_names(i)
+                                                    : absl::StrCat("p", i),
                       ": ");
       AppendShape(ps.parameters(i), false, &out);
     }
@@ -1025,7 +1135,8 @@ std::string Printer::Module() const {
     }
     out += "}";
     if (!c.execution_thread().empty() && c.execution_thread() != "main") {
-      absl::StrAppend(&out, ", execution_thread=", Quoted(c.execution_thread()));
+      absl::StrAppend(&out,
+                      ", execution_thread=", Quoted(c.execution_thread()));
     }
     out += "\n";
   }

@@ -105,7 +105,8 @@ TEST(HloPrinterTest, ShapesAndLiterals) {
   absl::StatusOr<xla::ShapeProto> shape =
       ParseShape("(bf16[<=8,3]{0,1:T(8,128)(2,1)S(1)}, token[], s32[])");
   ASSERT_TRUE(shape.ok()) << shape.status();
-  EXPECT_EQ(PrintShape(*shape), "(bf16[<=8,3]{0,1:T(8,128)(2,1)S(1)}, token[], s32[])");
+  EXPECT_EQ(PrintShape(*shape),
+            "(bf16[<=8,3]{0,1:T(8,128)(2,1)S(1)}, token[], s32[])");
 
   absl::StatusOr<xla::HloModuleProto> m = ParseHloModule(R"(
 HloModule m

@@ -128,11 +128,12 @@ double DecodeWith(const MiniFormat& f, uint32_t bits) {
   if (f.mantissa_bits == 0) {
     magnitude = std::ldexp(1.0, static_cast<int>(exponent) - f.bias);
   } else if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<double>(mantissa),
-                           1 - f.bias - f.mantissa_bits);
+    magnitude =
+        std::ldexp(static_cast<double>(mantissa), 1 - f.bias - f.mantissa_bits);
   } else {
-    magnitude = std::ldexp(static_cast<double>(mantissa + (1u << f.mantissa_bits)),
-                           static_cast<int>(exponent) - f.bias - f.mantissa_bits);
+    magnitude =
+        std::ldexp(static_cast<double>(mantissa + (1u << f.mantissa_bits)),
+                   static_cast<int>(exponent) - f.bias - f.mantissa_bits);
   }
   return negative ? -magnitude : magnitude;
 }

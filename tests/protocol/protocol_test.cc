@@ -415,5 +415,59 @@ TEST_F(ProtocolTest, IdleConnectionSurvivesKeepalivePings) {
   EXPECT_EQ(Available(0), kHbm - 8);
 }
 
+TEST_F(ProtocolTest, AllocTransferCompileLoadExecuteTransferBack) {
+  const uint32_t c = Open();
+  ProtocolStream& core0 = NewStream();
+  ProtocolStream& core6 = NewStream();
+  const Shape f32 = Shape::Array(xla::F32, {4});
+  // Compile on core 0's stream, load and execute on core 6's, as the real
+  // client does.
+  core0.Send({Compile(Id(c, 1), test_programs::AddF32(4))});
+  core6.Send({AllocShape(Id(c, 2), 6, f32), AllocShape(Id(c, 3), 6, f32),
+              AllocShape(Id(c, 4), 6, f32),
+              TransferTo(Id(c, 5), Id(c, 2), F32Bytes({1, -2, 3.25f, 1e30f})),
+              TransferTo(Id(c, 6), Id(c, 3), F32Bytes({4, 2, 0.75f, 1e30f})),
+              Load(Id(c, 7), 6, Id(c, 1)),
+              Execute(Id(c, 8), Id(c, 7), {Id(c, 2), Id(c, 3)}, {Id(c, 4)}, 6,
+                      {Id(c, 5), Id(c, 6)}),
+              TransferFrom(Id(c, 9), Id(c, 4), {Id(c, 8)})});
+  auto compiled = core0.Await(Id(c, 1));
+  ASSERT_EQ(compiled->status().code(), 0) << compiled->status().message();
+  EXPECT_EQ(compiled->compile().metadata().program_shape().parameters_size(), 2);
+  auto r = core6.Await(Id(c, 9));
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(core6.Code(Id(c, 8)), 0) << core6.Await(Id(c, 8))->status().message();
+  EXPECT_EQ(FromF32Bytes(r->transfer_from().data()),
+            (std::vector<float>{5, 0, 4, 2e30f}));
+}
+
+TEST_F(ProtocolTest, ExecuteWithWrongShapeIsInvalidArgument) {
+  const uint32_t c = Open();
+  ProtocolStream& s = NewStream();
+  s.Send({Compile(Id(c, 1), test_programs::AddF32(4)), Load(Id(c, 2), 0, Id(c, 1)),
+          AllocShape(Id(c, 3), 0, Shape::Array(xla::F32, {4})),
+          AllocShape(Id(c, 4), 0, Shape::Array(xla::F32, {5})),
+          Execute(Id(c, 5), Id(c, 2), {Id(c, 3), Id(c, 4)}, {Id(c, 3)}, 0)});
+  EXPECT_EQ(s.Code(Id(c, 5)), C(StatusCode::kInvalidArgument));
+}
+
+TEST_F(ProtocolTest, CloseAndResetReleaseAHeldProgram) {
+  // A program that never ends (while (true)) holds its core until the client
+  // is closed; this is what lets clients test deadlines.
+  for (bool reset : {false, true}) {
+    const uint32_t c = Open();
+    ProtocolStream& s = NewStream();
+    const Shape s32 = Shape::Scalar(xla::S32);
+    s.Send({Compile(Id(c, 1), test_programs::InfiniteLoop()),
+            Load(Id(c, 2), 7, Id(c, 1)), AllocShape(Id(c, 3), 7, s32),
+            Execute(Id(c, 4), Id(c, 2), {Id(c, 3)}, {Id(c, 3)}, 7)});
+    ASSERT_EQ(s.Code(Id(c, 2)), 0);
+    EXPECT_EQ(s.Code(Id(c, 4), absl::Milliseconds(100)), -1);
+    ASSERT_TRUE(reset ? Reset().ok() : Close(c).ok());
+    EXPECT_EQ(s.Code(Id(c, 4)), C(StatusCode::kCancelled)) << reset;
+    EXPECT_EQ(Available(7), kHbm);
+  }
+}
+
 }  // namespace
 }  // namespace tpu

@@ -1,0 +1,41 @@
+#ifndef SOFTWARE_TPU_CLIENT_CLIENT_OPTIONS_H_
+#define SOFTWARE_TPU_CLIENT_CLIENT_OPTIONS_H_
+
+// How a TpuClient connects and how long it lets programs run.
+//
+// Thread safety: a plain struct; copy it freely.
+
+#include <functional>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace tpu {
+
+struct ClientOptions {
+  // While Execute waits for a program, it prints "TPU Execute is taking a long
+  // time. ..." each time this much time passes without completion. The
+  // reference client waits 10 s.
+  absl::Duration execute_warn_interval = absl::Seconds(10);
+
+  // Execute gives up with DEADLINE_EXCEEDED ("TPU program took more than N
+  // seconds to complete.") once a program has run this long. The program is
+  // not cancelled by giving up: it ends when the client closes.
+  absl::Duration execute_max_time = absl::Seconds(120);
+
+  // grpc:// only: how long opening the connection may take before Get fails
+  // with UNAVAILABLE. Rounded up to whole seconds (the driver config's unit).
+  absl::Duration connection_timeout = absl::Seconds(30);
+
+  // Receives each warning line (without a trailing newline). Null: the line
+  // goes to stderr. May run on any thread that waits for a program.
+  std::function<void(absl::string_view)> warning_handler;
+
+  // Threads that launch replicas in ExecutePerReplica; 0 means one per local
+  // device, so every replica is launched in parallel.
+  int execute_threads = 0;
+};
+
+}  // namespace tpu
+
+#endif  // SOFTWARE_TPU_CLIENT_CLIENT_OPTIONS_H_

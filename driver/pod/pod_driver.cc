@@ -1,0 +1,969 @@
+#include "driver/pod/pod_driver.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "driver/driver_registry.h"
+
+namespace tpu {
+namespace {
+
+absl::Status HandleDoesNotExist(int64_t id) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("Handle ", id, " does not exist."));
+}
+
+absl::Status DriverDestroyed() {
+  return absl::FailedPreconditionError(
+      "The grpc+pod:// driver that compiled this program was destroyed.");
+}
+
+// Counts completions of several worker events and reports one status: the
+// first error that is not a lost worker, else OK if any worker succeeded.
+struct CompileJoin {
+  absl::Mutex mu;
+  int remaining ABSL_GUARDED_BY(mu) = 0;
+  bool any_ok ABSL_GUARDED_BY(mu) = false;
+  absl::Status first_error ABSL_GUARDED_BY(mu);
+  absl::Status first_unavailable ABSL_GUARDED_BY(mu);
+};
+
+// Records one worker's compile status; returns the combined status once the
+// last one is in.
+std::optional<absl::Status> JoinCompile(CompileJoin& join,
+                                        const absl::Status& status) {
+  absl::MutexLock lock(&join.mu);
+  if (status.ok()) {
+    join.any_ok = true;
+  } else if (absl::IsUnavailable(status)) {
+    if (join.first_unavailable.ok()) join.first_unavailable = status;
+  } else if (join.first_error.ok()) {
+    join.first_error = status;
+  }
+  if (--join.remaining > 0) return std::nullopt;
+  if (!join.first_error.ok()) return join.first_error;
+  if (join.any_ok) return absl::OkStatus();
+  return join.first_unavailable;
+}
+
+std::optional<xla::ShapeProto> TupleShape(
+    absl::Span<BufferHandle* const> children) {
+  xla::ShapeProto shape;
+  shape.set_element_type(xla::TUPLE);
+  for (BufferHandle* child : children) {
+    std::optional<xla::ShapeProto> child_shape = child->shape();
+    if (!child_shape.has_value()) return std::nullopt;
+    *shape.add_tuple_shapes() = *std::move(child_shape);
+  }
+  return shape;
+}
+
+}  // namespace
+
+void ResolveProgramShape(PodCompiledProgram& program) {
+  if (program.shape_known) return;
+  if (program.per_worker.empty()) {
+    program.shape = DriverDestroyed();
+    program.shape_known = true;
+    return;
+  }
+  std::optional<xla::ProgramShapeProto> agreed;
+  absl::Status error = absl::UnavailableError("no worker compiled the program");
+  for (size_t w = 0; w < program.per_worker.size(); ++w) {
+    if (program.per_worker[w] == nullptr || !program.worker_status[w].ok()) {
+      continue;
+    }
+    absl::StatusOr<xla::ProgramShapeProto> shape =
+        program.per_worker[w]->program_shape();
+    if (!shape.ok()) {
+      error = shape.status();
+      continue;
+    }
+    if (!agreed.has_value()) {
+      agreed = *std::move(shape);
+    } else if (agreed->SerializeAsString() != shape->SerializeAsString()) {
+      program.shape = absl::InternalError(absl::StrCat(
+          "The workers disagree on the compiled program's shape (worker ", w,
+          " differs from the first): are they running different versions?"));
+      program.shape_known = true;
+      return;
+    }
+  }
+  if (agreed.has_value()) {
+    program.shape = *std::move(agreed);
+  } else {
+    program.shape = error;
+  }
+  program.shape_known = true;
+}
+
+absl::StatusOr<std::vector<std::string>> ParsePodAddress(
+    absl::string_view address) {
+  absl::string_view rest = address;
+  if (!absl::ConsumePrefix(&rest, kPodDriverPrefix)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", address, "' is not a ", kPodDriverPrefix,
+                     " address (", kPodDriverPrefix, "host1:port1,...)."));
+  }
+  if (absl::StripAsciiWhitespace(rest).empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", address, "' names no workers: give their addresses as ",
+        kPodDriverPrefix, "host1:port1,host2:port2."));
+  }
+  std::vector<std::string> workers;
+  int index = 0;
+  for (absl::string_view entry : absl::StrSplit(rest, ',')) {
+    entry = absl::StripAsciiWhitespace(entry);
+    if (entry.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Worker ", index, " of '", address, "' is empty (stray comma?)."));
+    }
+    workers.push_back(absl::StrContains(entry, "://")
+                          ? std::string(entry)
+                          : absl::StrCat("grpc://", entry));
+    ++index;
+  }
+  return workers;
+}
+
+absl::StatusOr<std::unique_ptr<PodDriver>> PodDriver::Open(
+    const tpu_driver::TpuDriverConfig& config, PodDriverOptions options) {
+  absl::StatusOr<std::vector<std::string>> addresses =
+      ParsePodAddress(config.worker());
+  if (!addresses.ok()) return addresses.status();
+  WorkerDriverFactory open = options.open_worker;
+  if (!open) {
+    open = [](const tpu_driver::TpuDriverConfig& worker_config) {
+      return DriverRegistry::Open(worker_config);
+    };
+  }
+  std::vector<std::string> names;
+  std::vector<std::unique_ptr<TpuDriver>> workers;
+  std::vector<tpu_driver::SystemInfo> infos;
+  for (size_t i = 0; i < addresses->size(); ++i) {
+    names.push_back(absl::StrCat("worker ", i, " (", (*addresses)[i], ")"));
+    tpu_driver::TpuDriverConfig worker_config = config;
+    worker_config.set_worker((*addresses)[i]);
+    absl::StatusOr<std::unique_ptr<TpuDriver>> worker = open(worker_config);
+    if (!worker.ok()) {
+      return absl::Status(worker.status().code(),
+                          absl::StrCat("Could not open ", names.back(), ": ",
+                                       worker.status().message()));
+    }
+    absl::StatusOr<tpu_driver::SystemInfo> info = (*worker)->QuerySystemInfo();
+    if (!info.ok()) {
+      return absl::Status(info.status().code(),
+                          absl::StrCat("Could not query ", names.back(), ": ",
+                                       info.status().message()));
+    }
+    workers.push_back(*std::move(worker));
+    infos.push_back(*std::move(info));
+  }
+  absl::StatusOr<PodTopology> topology = MergeSystemInfo(infos, names);
+  if (!topology.ok()) return topology.status();
+  return std::unique_ptr<PodDriver>(
+      new PodDriver(std::move(options), std::move(names), std::move(workers),
+                    *std::move(topology)));
+}
+
+PodDriver::PodDriver(PodDriverOptions options, std::vector<std::string> names,
+                     std::vector<std::unique_ptr<TpuDriver>> workers,
+                     PodTopology topology)
+    : options_(std::move(options)),
+      names_(std::move(names)),
+      workers_(std::move(workers)),
+      topology_(std::move(topology)),
+      bounce_bytes_(std::make_shared<std::atomic<int64_t>>(0)),
+      lost_(workers_.size()) {}
+
+PodDriver::~PodDriver() {
+  scheduler_.Shutdown(options_.shutdown_timeout);
+  ReleaseWorkerResources(absl::Now() + options_.shutdown_timeout);
+  std::vector<std::weak_ptr<PodCompiledProgram>> compiled;
+  {
+    absl::MutexLock lock(&mu_);
+    compiled.swap(compiled_);
+  }
+  for (auto& weak : compiled) {
+    std::shared_ptr<PodCompiledProgram> program = weak.lock();
+    if (program == nullptr) continue;
+    std::vector<std::unique_ptr<CompiledProgramHandle>> handles;
+    {
+      absl::MutexLock lock(&program->mu);
+      // Keep the shape of what compiled fine, for handles that outlive us.
+      bool all_ready = !program->per_worker.empty();
+      for (auto& handle : program->per_worker) {
+        if (handle != nullptr &&
+            !handle->OnReady()->AwaitWithTimeout(absl::ZeroDuration())) {
+          all_ready = false;
+        }
+      }
+      if (all_ready) ResolveProgramShape(*program);
+      handles.swap(program->per_worker);
+      program->worker_status.assign(workers_.size(), DriverDestroyed());
+    }
+  }
+  // Closing the workers last: whatever they still report goes to a live
+  // scheduler, which ignores it.
+  workers_.clear();
+}
+
+absl::StatusOr<tpu_driver::SystemInfo> PodDriver::QuerySystemInfo() {
+  // The topology is fixed; HBM and CPU figures are live. A worker that
+  // cannot answer keeps its last figures (the pod stays describable when
+  // one worker is gone).
+  tpu_driver::SystemInfo pod = topology_.system_info;
+  std::vector<absl::flat_hash_map<int32_t, const tpu_driver::TpuCoreInfo*>>
+      live(workers_.size());
+  std::vector<tpu_driver::SystemInfo> infos(workers_.size());
+  bool first_cpu = true;
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    if (!WorkerUnusable(static_cast<int>(w)).ok()) continue;
+    absl::StatusOr<tpu_driver::SystemInfo> info =
+        workers_[w]->QuerySystemInfo();
+    if (!info.ok()) {
+      FromWorker(static_cast<int>(w), info.status());
+      continue;
+    }
+    infos[w] = *std::move(info);
+    for (const auto& chip : infos[w].tpu_chip()) {
+      for (const auto& core : chip.core()) live[w][core.id()] = &core;
+    }
+    const tpu_driver::CpuInfo& cpu = infos[w].cpu();
+    tpu_driver::CpuInfo* out = pod.mutable_cpu();
+    if (first_cpu) {
+      *out = cpu;
+      first_cpu = false;
+    } else {
+      out->set_num_cpu_cores(out->num_cpu_cores() + cpu.num_cpu_cores());
+      out->set_cpu_load_average_1min(
+          std::max(out->cpu_load_average_1min(), cpu.cpu_load_average_1min()));
+      out->set_ram_bytes_total(out->ram_bytes_total() + cpu.ram_bytes_total());
+      out->set_ram_bytes_available(out->ram_bytes_available() +
+                                   cpu.ram_bytes_available());
+    }
+  }
+  auto refresh = [&](tpu_driver::TpuCoreInfo& core) {
+    const PodCoreLocation& location = topology_.cores[core.id()];
+    auto it = live[location.worker].find(location.worker_core_id);
+    if (it == live[location.worker].end()) return;
+    core.set_hbm_bytes_available(it->second->hbm_bytes_available());
+    core.set_hbm_bytes_allocatable(it->second->hbm_bytes_allocatable());
+  };
+  for (auto& chip : *pod.mutable_tpu_chip()) {
+    for (auto& core : *chip.mutable_core()) refresh(core);
+  }
+  for (auto& core : *pod.mutable_local_core()) refresh(core);
+  return pod;
+}
+
+absl::Status PodDriver::Reset() {
+  absl::Status first;
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    absl::Status status = FromWorker(static_cast<int>(w), workers_[w]->Reset());
+    if (first.ok()) first = status;
+  }
+  {
+    absl::MutexLock lock(&lost_mu_);
+    reset_ = true;
+  }
+  // The workers dropped everything: forget our handles to it.
+  absl::flat_hash_map<int64_t, Buffer> buffers;
+  absl::flat_hash_map<int64_t, Loaded> loaded;
+  {
+    absl::MutexLock lock(&mu_);
+    buffers.swap(buffers_);
+    loaded.swap(loaded_);
+  }
+  return first;
+}
+
+// ---------------------------------------------------------------------------
+// Up-front checks and helpers.
+
+absl::Status PodDriver::CheckCore(int32_t core_id) const {
+  const int64_t cores = static_cast<int64_t>(topology_.cores.size());
+  if (core_id < 0 || core_id >= cores) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Core ", core_id, " does not exist: the pod has ", cores,
+                     " cores (0-", cores - 1, ")."));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const PodBufferHandle*> PodDriver::AsPodBuffer(
+    const BufferHandle* handle, const char* what) const {
+  if (handle == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " is a null buffer handle."));
+  }
+  auto* pod = dynamic_cast<const PodBufferHandle*>(handle);
+  if (pod == nullptr || pod->owner() != this) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what,
+        " is not a buffer of this grpc+pod:// driver (a handle from "
+        "another driver?)."));
+  }
+  return pod;
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<PodOp>>> PodDriver::Dependencies(
+    absl::Span<Event* const> wait_for) {
+  std::vector<std::shared_ptr<PodOp>> deps;
+  deps.reserve(wait_for.size() + 1);
+  for (size_t i = 0; i < wait_for.size(); ++i) {
+    Event* event = wait_for[i];
+    if (event == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("wait_for[", i, "] is a null event."));
+    }
+    auto* pod = dynamic_cast<PodEvent*>(event);
+    if (pod != nullptr && pod->owner() == this) {
+      deps.push_back(pod->op());
+    } else {
+      deps.push_back(scheduler_.Wrap(event));
+    }
+  }
+  return deps;
+}
+
+std::unique_ptr<BufferHandle> PodDriver::FailedBuffer(const char* kind,
+                                                      absl::Status status) {
+  return std::make_unique<PodBufferHandle>(
+      this, scheduler_.Failed(kind, std::move(status)), -1, 0, std::nullopt);
+}
+
+std::shared_ptr<Event> PodDriver::FailedEvent(const char* kind,
+                                              absl::Status status) {
+  return MakeEvent(scheduler_.Failed(kind, std::move(status)));
+}
+
+std::shared_ptr<Event> PodDriver::MakeEvent(std::shared_ptr<PodOp> op) {
+  return std::make_shared<PodEvent>(this, std::move(op));
+}
+
+absl::Status PodDriver::WorkerUnusable(int w) {
+  absl::MutexLock lock(&lost_mu_);
+  if (reset_) {
+    return absl::FailedPreconditionError(
+        "The grpc+pod:// driver was reset: destroy it and open a new one.");
+  }
+  return lost_[w];
+}
+
+absl::Status PodDriver::FromWorker(int w, const absl::Status& status) {
+  if (status.ok()) return status;
+  if (absl::IsUnavailable(status)) {
+    absl::MutexLock lock(&lost_mu_);
+    if (lost_[w].ok()) {
+      lost_[w] = absl::UnavailableError(
+          absl::StrCat(names_[w], " is unavailable: ", status.message()));
+      std::fprintf(stderr, "grpc+pod: %s is unavailable: %s\n",
+                   names_[w].c_str(), std::string(status.message()).c_str());
+    }
+  }
+  return absl::Status(status.code(),
+                      absl::StrCat(names_[w], ": ", status.message()));
+}
+
+void PodDriver::CompleteWith(int w, const std::shared_ptr<Event>& event,
+                             PodScheduler::Done done) {
+  event->AddCallback([this, w, done = std::move(done)](absl::Status status) {
+    done(FromWorker(w, status));
+  });
+}
+
+int64_t PodDriver::WorkerResourcesForTesting() {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(buffers_.size() + loaded_.size());
+}
+
+// ---------------------------------------------------------------------------
+// Buffers.
+
+std::unique_ptr<BufferHandle> PodDriver::ScheduleAllocation(
+    const char* kind, int32_t core_id, int64_t bytes,
+    std::optional<xla::ShapeProto> shape, bool is_tuple,
+    std::vector<std::shared_ptr<PodOp>> deps,
+    std::function<absl::StatusOr<std::unique_ptr<BufferHandle>>(
+        TpuDriver* worker, int32_t worker_core)>
+        issue) {
+  const PodCoreLocation location = topology_.cores[core_id];
+  std::shared_ptr<PodOp> op = scheduler_.Schedule(
+      kind, deps,
+      [this, location, is_tuple, issue = std::move(issue)](
+          int64_t id, PodScheduler::Done done) {
+        const int w = location.worker;
+        absl::Status unusable = WorkerUnusable(w);
+        if (!unusable.ok()) return done(unusable);
+        std::shared_ptr<Event> ready;
+        {
+          absl::MutexLock lock(&mu_);
+          absl::StatusOr<std::unique_ptr<BufferHandle>> handle =
+              issue(workers_[w].get(), location.worker_core_id);
+          if (!handle.ok()) return done(handle.status());
+          ready = (*handle)->OnReady();
+          buffers_[id] = Buffer{w, is_tuple, *std::move(handle)};
+        }
+        CompleteWith(w, ready, std::move(done));
+      });
+  return std::make_unique<PodBufferHandle>(this, std::move(op), core_id, bytes,
+                                           std::move(shape));
+}
+
+std::unique_ptr<BufferHandle> PodDriver::Allocate(
+    int32_t core_id, tpu_driver::MemoryRegion region, int64_t num_bytes,
+    absl::Span<Event* const> wait_for) {
+  absl::Status status = CheckCore(core_id);
+  if (status.ok() && num_bytes < 0) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "Cannot allocate ", num_bytes, " bytes: the size is negative."));
+  }
+  if (!status.ok()) return FailedBuffer("Allocate", status);
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) return FailedBuffer("Allocate", deps.status());
+  return ScheduleAllocation(
+      "Allocate", core_id, num_bytes, std::nullopt, false, *std::move(deps),
+      [region, num_bytes](TpuDriver* worker, int32_t core)
+          -> absl::StatusOr<std::unique_ptr<BufferHandle>> {
+        return worker->Allocate(core, region, num_bytes, {});
+      });
+}
+
+std::unique_ptr<BufferHandle> PodDriver::Allocate(
+    int32_t core_id, tpu_driver::MemoryRegion region,
+    const xla::ShapeProto& shape, absl::Span<Event* const> wait_for) {
+  absl::Status status = CheckCore(core_id);
+  if (!status.ok()) return FailedBuffer("Allocate", status);
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) return FailedBuffer("Allocate", deps.status());
+  return ScheduleAllocation(
+      "Allocate", core_id, ComputeBytesFromShape(shape), shape,
+      shape.element_type() == xla::TUPLE, *std::move(deps),
+      [region, shape](TpuDriver* worker, int32_t core)
+          -> absl::StatusOr<std::unique_ptr<BufferHandle>> {
+        return worker->Allocate(core, region, shape, {});
+      });
+}
+
+std::unique_ptr<BufferHandle> PodDriver::AllocateTuple(
+    int32_t core_id, tpu_driver::MemoryRegion region,
+    absl::Span<BufferHandle* const> children,
+    absl::Span<Event* const> wait_for) {
+  absl::Status status = CheckCore(core_id);
+  if (!status.ok()) return FailedBuffer("AllocateTuple", status);
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) return FailedBuffer("AllocateTuple", deps.status());
+  const int worker = topology_.cores[core_id].worker;
+  std::vector<int64_t> child_ids;
+  for (size_t i = 0; i < children.size(); ++i) {
+    std::string what = absl::StrCat("Tuple child ", i);
+    auto child = AsPodBuffer(children[i], what.c_str());
+    if (!child.ok()) return FailedBuffer("AllocateTuple", child.status());
+    const int32_t child_core = (*child)->core_id();
+    if (child_core >= 0 && topology_.cores[child_core].worker != worker) {
+      return FailedBuffer(
+          "AllocateTuple",
+          absl::InvalidArgumentError(absl::StrCat(
+              what, " (buffer ", (*child)->id(), ") is on core ", child_core,
+              " of ", names_[topology_.cores[child_core].worker],
+              ", but the tuple is allocated on core ", core_id, " of ",
+              names_[worker], ": a tuple's children must be on its core.")));
+    }
+    deps->push_back((*child)->op());
+    child_ids.push_back((*child)->id());
+  }
+  return ScheduleAllocation(
+      "AllocateTuple", core_id, 8 * static_cast<int64_t>(children.size()),
+      TupleShape(children), true, *std::move(deps),
+      // Runs with mu_ held.
+      [this, region, child_ids](TpuDriver* worker, int32_t core)
+          -> absl::StatusOr<std::unique_ptr<BufferHandle>> {
+        std::vector<BufferHandle*> handles;
+        for (int64_t id : child_ids) {
+          auto it = buffers_.find(id);
+          if (it == buffers_.end()) return HandleDoesNotExist(id);
+          handles.push_back(it->second.handle.get());
+        }
+        return worker->AllocateTuple(core, region, handles, {});
+      });
+}
+
+std::shared_ptr<Event> PodDriver::Deallocate(
+    std::unique_ptr<BufferHandle> handle, absl::Span<Event* const> wait_for) {
+  auto buffer = AsPodBuffer(handle.get(), "The buffer to deallocate");
+  if (!buffer.ok()) return FailedEvent("Deallocate", buffer.status());
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) return FailedEvent("Deallocate", deps.status());
+  deps->push_back((*buffer)->op());
+  const int64_t id = (*buffer)->id();
+  // Takes the worker handle out of the table and releases it; returns the
+  // worker's event, or null if there was nothing to release.
+  auto release = [this, id](int* worker) -> std::shared_ptr<Event> {
+    Buffer entry;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = buffers_.find(id);
+      if (it == buffers_.end()) return nullptr;
+      entry = std::move(it->second);
+      buffers_.erase(it);
+    }
+    *worker = entry.worker;
+    if (!WorkerUnusable(entry.worker).ok()) return nullptr;
+    return workers_[entry.worker]->Deallocate(std::move(entry.handle), {});
+  };
+  std::shared_ptr<PodOp> op = scheduler_.Schedule(
+      "Deallocate", *deps,
+      [this, release, id](int64_t, PodScheduler::Done done) {
+        int worker = -1;
+        std::shared_ptr<Event> event = release(&worker);
+        if (event != nullptr) return CompleteWith(worker, event, done);
+        if (worker >= 0) return done(WorkerUnusable(worker));
+        done(HandleDoesNotExist(id));
+      },
+      [release] {
+        int worker = -1;
+        release(&worker);
+      });
+  return MakeEvent(std::move(op));
+}
+
+std::shared_ptr<Event> PodDriver::TransferToDevice(
+    const void* src, BufferHandle* dst, absl::Span<Event* const> wait_for) {
+  auto buffer = AsPodBuffer(dst, "The destination");
+  if (!buffer.ok()) return FailedEvent("TransferToDevice", buffer.status());
+  if (src == nullptr && (*buffer)->bytes() > 0) {
+    return FailedEvent(
+        "TransferToDevice",
+        absl::InvalidArgumentError("The source of TransferToDevice is null."));
+  }
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) return FailedEvent("TransferToDevice", deps.status());
+  deps->push_back((*buffer)->op());
+  const int64_t id = (*buffer)->id();
+  const int w = topology_.cores[(*buffer)->core_id()].worker;
+  return MakeEvent(scheduler_.Schedule(
+      "TransferToDevice", *deps,
+      [this, src, id, w](int64_t, PodScheduler::Done done) {
+        absl::Status unusable = WorkerUnusable(w);
+        if (!unusable.ok()) return done(unusable);
+        std::shared_ptr<Event> event;
+        {
+          absl::MutexLock lock(&mu_);
+          auto it = buffers_.find(id);
+          if (it == buffers_.end()) return done(HandleDoesNotExist(id));
+          event =
+              workers_[w]->TransferToDevice(src, it->second.handle.get(), {});
+        }
+        CompleteWith(w, event, std::move(done));
+      }));
+}
+
+std::shared_ptr<Event> PodDriver::TransferFromDevice(
+    const BufferHandle* src, void* dst, absl::Span<Event* const> wait_for) {
+  auto buffer = AsPodBuffer(src, "The source");
+  if (!buffer.ok()) return FailedEvent("TransferFromDevice", buffer.status());
+  if (dst == nullptr && (*buffer)->bytes() > 0) {
+    return FailedEvent("TransferFromDevice",
+                       absl::InvalidArgumentError(
+                           "The destination of TransferFromDevice is null."));
+  }
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) return FailedEvent("TransferFromDevice", deps.status());
+  deps->push_back((*buffer)->op());
+  const int64_t id = (*buffer)->id();
+  const int w = topology_.cores[(*buffer)->core_id()].worker;
+  return MakeEvent(scheduler_.Schedule(
+      "TransferFromDevice", *deps,
+      [this, dst, id, w](int64_t, PodScheduler::Done done) {
+        absl::Status unusable = WorkerUnusable(w);
+        if (!unusable.ok()) return done(unusable);
+        std::shared_ptr<Event> event;
+        {
+          absl::MutexLock lock(&mu_);
+          auto it = buffers_.find(id);
+          if (it == buffers_.end()) return done(HandleDoesNotExist(id));
+          event =
+              workers_[w]->TransferFromDevice(it->second.handle.get(), dst, {});
+        }
+        CompleteWith(w, event, std::move(done));
+      }));
+}
+
+std::shared_ptr<Event> PodDriver::TransferFromDeviceToDevice(
+    const BufferHandle* src, BufferHandle* dst,
+    absl::Span<Event* const> wait_for) {
+  const char* kind = "TransferFromDeviceToDevice";
+  auto from = AsPodBuffer(src, "The source");
+  if (!from.ok()) return FailedEvent(kind, from.status());
+  auto to = AsPodBuffer(dst, "The destination");
+  if (!to.ok()) return FailedEvent(kind, to.status());
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) return FailedEvent(kind, deps.status());
+  const int64_t src_id = (*from)->id();
+  const int64_t dst_id = (*to)->id();
+  // A buffer whose allocation failed up front has no core. Its operation
+  // failed, so the copy only has to report that: any worker will do.
+  int src_worker =
+      (*from)->core_id() < 0 ? -1 : topology_.cores[(*from)->core_id()].worker;
+  int dst_worker =
+      (*to)->core_id() < 0 ? -1 : topology_.cores[(*to)->core_id()].worker;
+  if (src_worker < 0 || dst_worker < 0) {
+    src_worker = dst_worker = std::max({src_worker, dst_worker, 0});
+  }
+
+  if (src_worker == dst_worker) {
+    deps->push_back((*from)->op());
+    deps->push_back((*to)->op());
+    const int w = src_worker;
+    return MakeEvent(scheduler_.Schedule(
+        kind, *deps,
+        [this, src_id, dst_id, w](int64_t, PodScheduler::Done done) {
+          absl::Status unusable = WorkerUnusable(w);
+          if (!unusable.ok()) return done(unusable);
+          std::shared_ptr<Event> event;
+          {
+            absl::MutexLock lock(&mu_);
+            auto s = buffers_.find(src_id);
+            if (s == buffers_.end()) return done(HandleDoesNotExist(src_id));
+            auto d = buffers_.find(dst_id);
+            if (d == buffers_.end()) return done(HandleDoesNotExist(dst_id));
+            event = workers_[w]->TransferFromDeviceToDevice(
+                s->second.handle.get(), d->second.handle.get(), {});
+          }
+          CompleteWith(w, event, std::move(done));
+        }));
+  }
+
+  // Across workers: out to host memory on the source's worker, then in on
+  // the destination's. The host buffer is shared by both steps and by the
+  // worker events using it, so it is freed when the last of them is done,
+  // whichever way each one ends.
+  const int64_t bytes = (*from)->bytes();
+  if (bytes != (*to)->bytes()) {
+    return FailedEvent(
+        kind,
+        absl::InvalidArgumentError(absl::StrCat(
+            "Cannot copy buffer ", src_id, " (", bytes, " bytes) to buffer ",
+            dst_id, " (", (*to)->bytes(), " bytes): the sizes differ.")));
+  }
+  std::shared_ptr<std::atomic<int64_t>> counter = bounce_bytes_;
+  counter->fetch_add(bytes);
+  std::shared_ptr<char> host(new char[bytes > 0 ? bytes : 1],
+                             [counter, bytes](char* p) {
+                               delete[] p;
+                               counter->fetch_sub(bytes);
+                             });
+  deps->push_back((*from)->op());
+  std::shared_ptr<PodOp> out = scheduler_.Schedule(
+      "TransferFromDeviceToDevice (out of the source worker)", *deps,
+      [this, src_id, host, w = src_worker](int64_t, PodScheduler::Done done) {
+        absl::Status unusable = WorkerUnusable(w);
+        if (!unusable.ok()) return done(unusable);
+        std::shared_ptr<Event> event;
+        {
+          absl::MutexLock lock(&mu_);
+          auto s = buffers_.find(src_id);
+          if (s == buffers_.end()) return done(HandleDoesNotExist(src_id));
+          event = workers_[w]->TransferFromDevice(s->second.handle.get(),
+                                                  host.get(), {});
+        }
+        event->AddCallback([host](absl::Status) {});
+        CompleteWith(w, event, std::move(done));
+      });
+  return MakeEvent(scheduler_.Schedule(
+      kind, {out, (*to)->op()},
+      [this, dst_id, host, w = dst_worker](int64_t, PodScheduler::Done done) {
+        absl::Status unusable = WorkerUnusable(w);
+        if (!unusable.ok()) return done(unusable);
+        std::shared_ptr<Event> event;
+        {
+          absl::MutexLock lock(&mu_);
+          auto d = buffers_.find(dst_id);
+          if (d == buffers_.end()) return done(HandleDoesNotExist(dst_id));
+          event = workers_[w]->TransferToDevice(host.get(),
+                                                d->second.handle.get(), {});
+        }
+        event->AddCallback([host](absl::Status) {});
+        CompleteWith(w, event, std::move(done));
+      }));
+}
+
+// ---------------------------------------------------------------------------
+// Programs.
+
+std::unique_ptr<CompiledProgramHandle> PodDriver::CompileProgram(
+    const xla::HloProto& source, int32_t num_replicas,
+    absl::Span<Event* const> wait_for) {
+  auto program = std::make_shared<PodCompiledProgram>();
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) {
+    {
+      absl::MutexLock lock(&program->mu);
+      program->shape = deps.status();
+      program->shape_known = true;
+    }
+    return std::make_unique<PodCompiledProgramHandle>(
+        this, scheduler_.Failed("CompileProgram", deps.status()), program);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    compiled_.push_back(program);
+  }
+  auto hlo = std::make_shared<const xla::HloProto>(source);
+  std::shared_ptr<PodOp> op = scheduler_.Schedule(
+      "CompileProgram", *deps,
+      [this, hlo, num_replicas, program](int64_t, PodScheduler::Done done) {
+        const int n = static_cast<int>(workers_.size());
+        std::vector<std::shared_ptr<Event>> events(n);
+        std::vector<absl::Status> skipped(n);
+        {
+          absl::MutexLock lock(&program->mu);
+          program->per_worker.resize(n);
+          program->worker_status.assign(n, absl::OkStatus());
+          for (int w = 0; w < n; ++w) {
+            skipped[w] = WorkerUnusable(w);
+            if (!skipped[w].ok()) {
+              program->worker_status[w] = skipped[w];
+              continue;
+            }
+            program->per_worker[w] =
+                workers_[w]->CompileProgram(*hlo, num_replicas, {});
+            events[w] = program->per_worker[w]->OnReady();
+          }
+        }
+        auto join = std::make_shared<CompileJoin>();
+        {
+          absl::MutexLock lock(&join->mu);
+          join->remaining = n;
+        }
+        for (int w = 0; w < n; ++w) {
+          if (events[w] == nullptr) {
+            if (auto all = JoinCompile(*join, skipped[w])) done(*all);
+            continue;
+          }
+          events[w]->AddCallback(
+              [this, w, join, program, done](absl::Status status) {
+                status = FromWorker(w, status);
+                if (!status.ok()) {
+                  absl::MutexLock lock(&program->mu);
+                  if (w < static_cast<int>(program->worker_status.size())) {
+                    program->worker_status[w] = status;
+                  }
+                }
+                if (auto all = JoinCompile(*join, status)) done(*all);
+              });
+        }
+      });
+  return std::make_unique<PodCompiledProgramHandle>(this, std::move(op),
+                                                    std::move(program));
+}
+
+std::unique_ptr<LoadedProgramHandle> PodDriver::LoadProgram(
+    int32_t core_id, const CompiledProgramHandle* handle,
+    absl::Span<Event* const> wait_for) {
+  auto failed = [this](absl::Status status) {
+    return std::make_unique<PodLoadedProgramHandle>(
+        this, scheduler_.Failed("LoadProgram", std::move(status)), -1);
+  };
+  absl::Status status = CheckCore(core_id);
+  if (!status.ok()) return failed(status);
+  auto* compiled = dynamic_cast<const PodCompiledProgramHandle*>(handle);
+  if (compiled == nullptr || compiled->owner() != this) {
+    return failed(absl::InvalidArgumentError(
+        "The program to load is not a compiled program of this grpc+pod:// "
+        "driver."));
+  }
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) return failed(deps.status());
+  deps->push_back(compiled->op());
+  const PodCoreLocation location = topology_.cores[core_id];
+  std::shared_ptr<PodOp> op = scheduler_.Schedule(
+      "LoadProgram", *deps,
+      [this, location, program = compiled->program()](int64_t id,
+                                                      PodScheduler::Done done) {
+        const int w = location.worker;
+        absl::Status unusable = WorkerUnusable(w);
+        if (!unusable.ok()) return done(unusable);
+        std::shared_ptr<Event> ready;
+        {
+          absl::MutexLock program_lock(&program->mu);
+          if (w >= static_cast<int>(program->per_worker.size())) {
+            return done(DriverDestroyed());
+          }
+          if (!program->worker_status[w].ok()) {
+            return done(program->worker_status[w]);
+          }
+          absl::MutexLock lock(&mu_);
+          std::unique_ptr<LoadedProgramHandle> loaded =
+              workers_[w]->LoadProgram(location.worker_core_id,
+                                       program->per_worker[w].get(), {});
+          ready = loaded->OnReady();
+          loaded_[id] = Loaded{w, std::move(loaded)};
+        }
+        CompleteWith(w, ready, std::move(done));
+      });
+  return std::make_unique<PodLoadedProgramHandle>(this, std::move(op), core_id);
+}
+
+std::shared_ptr<Event> PodDriver::UnloadProgram(
+    std::unique_ptr<LoadedProgramHandle> handle,
+    absl::Span<Event* const> wait_for) {
+  auto* loaded = dynamic_cast<PodLoadedProgramHandle*>(handle.get());
+  if (loaded == nullptr || loaded->owner() != this) {
+    return FailedEvent(
+        "UnloadProgram",
+        absl::InvalidArgumentError("The program to unload is not a loaded "
+                                   "program of this grpc+pod:// driver."));
+  }
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) return FailedEvent("UnloadProgram", deps.status());
+  deps->push_back(loaded->op());
+  const int64_t id = loaded->id();
+  auto release = [this, id](int* worker) -> std::shared_ptr<Event> {
+    Loaded entry;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = loaded_.find(id);
+      if (it == loaded_.end()) return nullptr;
+      entry = std::move(it->second);
+      loaded_.erase(it);
+    }
+    *worker = entry.worker;
+    if (!WorkerUnusable(entry.worker).ok()) return nullptr;
+    return workers_[entry.worker]->UnloadProgram(std::move(entry.handle), {});
+  };
+  return MakeEvent(scheduler_.Schedule(
+      "UnloadProgram", *deps,
+      [this, release, id](int64_t, PodScheduler::Done done) {
+        int worker = -1;
+        std::shared_ptr<Event> event = release(&worker);
+        if (event != nullptr) return CompleteWith(worker, event, done);
+        if (worker >= 0) return done(WorkerUnusable(worker));
+        done(HandleDoesNotExist(id));
+      },
+      [release] {
+        int worker = -1;
+        release(&worker);
+      }));
+}
+
+std::shared_ptr<Event> PodDriver::ExecuteProgram(
+    LoadedProgramHandle* program, absl::Span<BufferHandle* const> inputs,
+    absl::Span<BufferHandle* const> outputs,
+    const xla::DeviceAssignmentProto& device_assignment,
+    absl::Span<Event* const> wait_for) {
+  const char* kind = "ExecuteProgram";
+  auto* loaded = dynamic_cast<PodLoadedProgramHandle*>(program);
+  if (loaded == nullptr || loaded->owner() != this) {
+    return FailedEvent(
+        kind, absl::InvalidArgumentError("The program to execute is not a "
+                                         "loaded program of this grpc+pod:// "
+                                         "driver."));
+  }
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) return FailedEvent(kind, deps.status());
+  deps->push_back(loaded->op());
+  if (loaded->core_id() < 0) {
+    // Its load failed up front; the dependency reports why.
+    return MakeEvent(
+        scheduler_.Schedule(kind, *deps, [](int64_t, PodScheduler::Done done) {
+          done(absl::InternalError("unreachable"));
+        }));
+  }
+  const int w = topology_.cores[loaded->core_id()].worker;
+  std::vector<int64_t> input_ids, output_ids;
+  for (int pass = 0; pass < 2; ++pass) {
+    auto buffers = pass == 0 ? inputs : outputs;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      std::string what = absl::StrCat(pass == 0 ? "Input " : "Output ", i);
+      auto buffer = AsPodBuffer(buffers[i], what.c_str());
+      if (!buffer.ok()) return FailedEvent(kind, buffer.status());
+      const int32_t core = (*buffer)->core_id();
+      if (core >= 0 && topology_.cores[core].worker != w) {
+        return FailedEvent(
+            kind, absl::InvalidArgumentError(absl::StrCat(
+                      what, " (buffer ", (*buffer)->id(), ") is on core ", core,
+                      " of ", names_[topology_.cores[core].worker],
+                      ", but the program is loaded on core ", loaded->core_id(),
+                      " of ", names_[w],
+                      ": copy the buffer to the program's core first.")));
+      }
+      deps->push_back((*buffer)->op());
+      (pass == 0 ? input_ids : output_ids).push_back((*buffer)->id());
+    }
+  }
+  auto assignment = TranslateDeviceAssignment(topology_, w, device_assignment);
+  if (!assignment.ok()) return FailedEvent(kind, assignment.status());
+  return MakeEvent(scheduler_.Schedule(
+      kind, *deps,
+      [this, w, program_id = loaded->id(), input_ids, output_ids,
+       assignment = *std::move(assignment)](int64_t, PodScheduler::Done done) {
+        absl::Status unusable = WorkerUnusable(w);
+        if (!unusable.ok()) return done(unusable);
+        std::shared_ptr<Event> event;
+        {
+          absl::MutexLock lock(&mu_);
+          auto p = loaded_.find(program_id);
+          if (p == loaded_.end()) return done(HandleDoesNotExist(program_id));
+          std::vector<BufferHandle*> ins, outs;
+          for (int64_t id : input_ids) {
+            auto it = buffers_.find(id);
+            if (it == buffers_.end()) return done(HandleDoesNotExist(id));
+            ins.push_back(it->second.handle.get());
+          }
+          for (int64_t id : output_ids) {
+            auto it = buffers_.find(id);
+            if (it == buffers_.end()) return done(HandleDoesNotExist(id));
+            outs.push_back(it->second.handle.get());
+          }
+          event = workers_[w]->ExecuteProgram(p->second.handle.get(), ins, outs,
+                                              assignment, {});
+        }
+        CompleteWith(w, event, std::move(done));
+      }));
+}
+
+// ---------------------------------------------------------------------------
+// Teardown.
+
+void PodDriver::ReleaseWorkerResources(absl::Time deadline) {
+  absl::flat_hash_map<int64_t, Buffer> buffers;
+  absl::flat_hash_map<int64_t, Loaded> loaded;
+  {
+    absl::MutexLock lock(&mu_);
+    buffers.swap(buffers_);
+    loaded.swap(loaded_);
+  }
+  auto await_all = [deadline](std::vector<std::shared_ptr<Event>>& events) {
+    for (auto& event : events) {
+      event->AwaitWithTimeout(
+          std::max(deadline - absl::Now(), absl::ZeroDuration()));
+    }
+    events.clear();
+  };
+  std::vector<std::shared_ptr<Event>> events;
+  for (auto& [id, entry] : loaded) {
+    if (!WorkerUnusable(entry.worker).ok()) continue;
+    events.push_back(
+        workers_[entry.worker]->UnloadProgram(std::move(entry.handle), {}));
+  }
+  await_all(events);
+  // Tuples first: their children must outlive them.
+  for (bool tuples : {true, false}) {
+    for (auto& [id, entry] : buffers) {
+      if (entry.is_tuple != tuples || entry.handle == nullptr) continue;
+      if (!WorkerUnusable(entry.worker).ok()) continue;
+      events.push_back(
+          workers_[entry.worker]->Deallocate(std::move(entry.handle), {}));
+    }
+    await_all(events);
+  }
+}
+
+}  // namespace tpu

@@ -1,0 +1,499 @@
+// Kernel family: convolution, with XLA's full semantics: any dimension
+// numbers and number of spatial dimensions, strides, padding (negative crops),
+// lhs (base) and rhs (window) dilation, window reversal, feature_group_count
+// and batch_group_count, operand types that differ from the result type
+// (preferred_element_type), and the TPU-numerics option.
+//
+// Method: operands are brought into a canonical layout in the GEMM compute
+// type (input [N, S..., C], kernel [K..., I, O]), then every group is an
+// im2col + GEMM: rows of output positions, columns of (kernel tap, input
+// feature). Rows are processed in tiles, each tile's patch matrix built into a
+// cache-sized scratch buffer and multiplied by the group's kernel matrix on
+// one thread; tiles run in parallel on the device. A 1x1 unit-stride,
+// unpadded convolution skips im2col and is one threaded GEMM.
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "emulator/interpreter/gemm.h"
+#include "emulator/interpreter/operand_prep.h"
+#include "emulator/interpreter/window_util.h"
+#include "unsupported/Eigen/CXX11/Tensor"
+
+namespace tpu {
+namespace interpreter {
+namespace {
+
+struct ConvPlan {
+  Shape result;
+  int64_t spatial_rank = 0;
+  // Operand dims -> canonical order.
+  std::vector<int64_t> input_perm, kernel_perm;
+  // Canonical output [N_out, P..., O] -> result order (result dim i is
+  // canonical dim output_perm[i]); empty if the identity.
+  std::vector<int64_t> output_perm;
+  std::vector<int64_t> canonical_output_dims;
+  int64_t in_batch = 0, in_features = 0;
+  std::vector<int64_t> in_spatial, kernel_spatial, out_spatial;
+  int64_t in_spatial_count = 1, kernel_count = 1, out_spatial_count = 1;
+  int64_t out_batch = 0, out_features = 0;
+  // Groups: G = feature_group_count or batch_group_count (at most one > 1).
+  int64_t groups = 1;
+  bool batch_grouped = false;
+  int64_t group_in_features = 0, group_out_features = 0;
+  // Per spatial dim: [p * K_d + k] -> input index or -1.
+  std::vector<std::vector<int64_t>> tables;
+  std::vector<bool> reversed;
+  bool any_reversed = false;
+  // 1x1, unit stride, no padding or dilation, one group: no im2col.
+  bool direct = false;
+  // 0: exact; 1: bf16 operands (DEFAULT); 3: bf16x3 (HIGH).
+  int tpu_passes = 0;
+};
+
+template <typename C>
+const C* PrepareAnyType(const Eigen::ThreadPoolDevice* device,
+                        const Literal& in, const std::vector<int64_t>& perm,
+                        OperandRounding rounding,
+                        std::shared_ptr<AlignedBuffer>& storage) {
+  return DispatchType(
+      in.shape().element_type(),
+      [&](auto tag) -> const C* {
+        using S = typename decltype(tag)::type;
+        if constexpr (kIsComplex<S> && !kIsComplex<C>) {
+          return nullptr;  // rejected at compile time
+        } else {
+          return PrepareOperand<C, S>(device, in, perm, rounding, storage);
+        }
+      },
+      []() -> const C* { return nullptr; });
+}
+
+// The kernel as per-group GEMM matrices [G][K*Cg, Og], window reversal
+// applied (tap k of a reversed dim uses kernel element K-1-k).
+template <typename C>
+const C* GroupKernels(const Eigen::ThreadPoolDevice* device,
+                      const ConvPlan& plan, const C* canonical,
+                      std::shared_ptr<AlignedBuffer>& storage) {
+  const int64_t d = plan.spatial_rank;
+  const int64_t i_dim = plan.group_in_features;
+  const int64_t o_dim = plan.out_features;
+  const C* src = canonical;
+  std::shared_ptr<AlignedBuffer> flipped;
+  if (plan.any_reversed) {
+    std::vector<int64_t> dims = plan.kernel_spatial;
+    dims.push_back(i_dim);
+    dims.push_back(o_dim);
+    std::vector<int64_t> strides = RowMajorStrides(dims);
+    const C* base = canonical;
+    for (int64_t s = 0; s < d; ++s) {
+      if (plan.reversed[s] && dims[s] > 0) {
+        base += (dims[s] - 1) * strides[s];
+        strides[s] = -strides[s];
+      }
+    }
+    flipped = AlignedBuffer::Allocate(plan.kernel_count * i_dim * o_dim *
+                                      sizeof(C));
+    StridedCopy(device, sizeof(C), dims, base, strides, flipped->data());
+    src = static_cast<const C*>(flipped->data());
+  }
+  if (plan.groups == 1) {
+    storage = std::move(flipped);
+    return src;
+  }
+  const int64_t g = plan.groups, og = plan.group_out_features;
+  const int64_t rows = plan.kernel_count * i_dim;
+  storage = AlignedBuffer::Allocate(g * rows * og * sizeof(C));
+  StridedCopy(device, sizeof(C), {g, rows, og}, src, {og, o_dim, 1},
+              storage->data());
+  return static_cast<const C*>(storage->data());
+}
+
+// Fills patch rows [r0, r1) of group `group`: row r, column k * Cg + c holds
+// the input element under tap k for feature c of the group (0 off the input).
+template <typename C>
+void BuildPatches(const ConvPlan& plan, const C* x, int64_t group, int64_t r0,
+                  int64_t r1, C* patch) {
+  const int64_t d = plan.spatial_rank;
+  const int64_t cg = plan.group_in_features;
+  const int64_t kc = plan.kernel_count * cg;
+  const int64_t batch_offset =
+      plan.batch_grouped ? group * plan.out_batch : 0;
+  const int64_t chan_offset = plan.batch_grouped ? 0 : group * cg;
+  std::vector<int64_t> in_strides(d + 1, 1);  // in elements of [S...]
+  for (int64_t s = d - 1; s >= 0; --s) {
+    in_strides[s] = in_strides[s + 1] * plan.in_spatial[s];
+  }
+  std::vector<int64_t> pos(d), tap(d);
+  for (int64_t r = r0; r < r1; ++r) {
+    const int64_t n = r / plan.out_spatial_count;
+    int64_t rem = r % plan.out_spatial_count;
+    for (int64_t s = d - 1; s >= 0; --s) {
+      pos[s] = rem % plan.out_spatial[s];
+      rem /= plan.out_spatial[s];
+    }
+    const C* image =
+        x + ((batch_offset + n) * plan.in_spatial_count) * plan.in_features +
+        chan_offset;
+    C* row = patch + (r - r0) * kc;
+    std::fill(tap.begin(), tap.end(), 0);
+    for (int64_t k = 0; k < plan.kernel_count; ++k) {
+      int64_t offset = 0;
+      bool valid = true;
+      for (int64_t s = 0; s < d; ++s) {
+        const int64_t index =
+            plan.tables[s][pos[s] * plan.kernel_spatial[s] + tap[s]];
+        if (index < 0) {
+          valid = false;
+          break;
+        }
+        offset += index * in_strides[s + 1];
+      }
+      C* dst = row + k * cg;
+      if (valid) {
+        std::memcpy(dst, image + offset * plan.in_features, cg * sizeof(C));
+      } else {
+        std::fill(dst, dst + cg, C(0));
+      }
+      for (int64_t s = d - 1; s >= 0; --s) {
+        if (++tap[s] < plan.kernel_spatial[s]) break;
+        tap[s] = 0;
+      }
+    }
+  }
+}
+
+// out (canonical [N_out * P, O]) = or += conv(x, w) for prepared operands.
+template <typename C>
+void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
+                 const C* x, const C* w, C* out, bool accumulate) {
+  const int64_t rows = plan.out_batch * plan.out_spatial_count;
+  const int64_t cg = plan.group_in_features, og = plan.group_out_features;
+  const int64_t kc = plan.kernel_count * cg;
+  if (rows == 0 || plan.out_features == 0) return;
+  if (plan.direct) {
+    BatchedGemm<C>(device, 1, rows, og, kc, x, false, w, false, out,
+                   accumulate);
+    return;
+  }
+  // Tiles of ~512 KiB of patches, at least a few per thread for balance.
+  const int64_t threads = device == nullptr ? 1 : device->numThreads();
+  int64_t tile =
+      std::max<int64_t>(16, (512 * 1024) / std::max<int64_t>(1, kc * sizeof(C)));
+  const int64_t balanced =
+      (rows * plan.groups + 4 * threads - 1) / (4 * threads);
+  tile = std::max<int64_t>(8, std::min(tile, std::max<int64_t>(balanced, 8)));
+  tile = std::min(tile, rows);
+  const int64_t tiles = (rows + tile - 1) / tile;
+  auto work = [&](int64_t begin, int64_t end) {
+    std::vector<C> patch(tile * std::max<int64_t>(kc, 1));
+    std::vector<C> tile_out(plan.groups > 1 ? tile * og : 0);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t g = item / tiles;
+      const int64_t r0 = (item % tiles) * tile;
+      const int64_t r1 = std::min(rows, r0 + tile);
+      const int64_t m = r1 - r0;
+      const C* wg = w + g * kc * og;
+      if (kc > 0) BuildPatches(plan, x, g, r0, r1, patch.data());
+      if (plan.groups == 1) {
+        BatchedGemm<C>(nullptr, 1, m, og, kc, patch.data(), false, wg, false,
+                       out + r0 * og, accumulate);
+        continue;
+      }
+      BatchedGemm<C>(nullptr, 1, m, og, kc, patch.data(), false, wg, false,
+                     tile_out.data(), false);
+      for (int64_t r = 0; r < m; ++r) {
+        C* dst = out + (r0 + r) * plan.out_features + g * og;
+        const C* src = tile_out.data() + r * og;
+        if (accumulate) {
+          for (int64_t j = 0; j < og; ++j) dst[j] += src[j];
+        } else {
+          std::copy(src, src + og, dst);
+        }
+      }
+    }
+  };
+  const double cost = 2.0 * tile * std::max<int64_t>(kc, 1) * og + tile * kc;
+  if (device == nullptr) {
+    work(0, plan.groups * tiles);
+  } else {
+    ParallelFor(device, plan.groups * tiles, cost, work);
+  }
+}
+
+template <typename R>
+std::unique_ptr<Kernel> MakeConvKernel(ConvPlan plan) {
+  using C = GemmType<R>;
+  return MakeKernel([plan = std::move(plan)](
+                        KernelContext& context,
+                        absl::Span<const Operand> operands)
+                        -> absl::StatusOr<Literal> {
+    const Eigen::ThreadPoolDevice* device = context.device();
+    Literal result = Literal::Uninitialized(plan.result);
+    const int64_t count = plan.result.element_count();
+    const bool in_place =
+        std::is_same_v<C, R> && plan.output_perm.empty();
+    std::shared_ptr<AlignedBuffer> canonical_storage;
+    C* out;
+    if (in_place) {
+      out = static_cast<C*>(result.mutable_untyped_data());
+    } else {
+      canonical_storage = AlignedBuffer::Allocate(count * sizeof(C));
+      out = static_cast<C*>(canonical_storage->data());
+    }
+    auto pass = [&](OperandRounding lr, OperandRounding rr, bool accumulate) {
+      std::shared_ptr<AlignedBuffer> xs, ws, gs;
+      const C* x = PrepareAnyType<C>(device, *operands[0].value,
+                                     plan.input_perm, lr, xs);
+      const C* w_canonical = PrepareAnyType<C>(device, *operands[1].value,
+                                               plan.kernel_perm, rr, ws);
+      const C* w = GroupKernels<C>(device, plan, w_canonical, gs);
+      RunConvPass<C>(device, plan, x, w, out, accumulate);
+    };
+    using OR = OperandRounding;
+    if (plan.out_features > 0 && plan.group_in_features * plan.kernel_count == 0) {
+      std::fill(out, out + count, C(0));
+    } else if (plan.tpu_passes == 0) {
+      pass(OR::kNone, OR::kNone, false);
+    } else if (plan.tpu_passes == 1) {
+      pass(OR::kBf16, OR::kBf16, false);
+    } else {
+      // bf16x3: hi*hi + hi*lo + lo*hi, each product exact in f32.
+      pass(OR::kBf16High, OR::kBf16, false);
+      pass(OR::kBf16, OR::kBf16High, true);
+      pass(OR::kBf16, OR::kBf16, true);
+    }
+    if (in_place) return result;
+    const C* canonical = out;
+    std::shared_ptr<AlignedBuffer> converted;
+    if constexpr (!std::is_same_v<C, R>) {
+      converted = AlignedBuffer::Allocate(count * sizeof(R));
+      R* dst = static_cast<R*>(converted->data());
+      UnaryLoop(device, canonical, dst, count, 2,
+                [](const C& v) { return static_cast<R>(v); });
+      if (plan.output_perm.empty()) {
+        std::memcpy(result.mutable_untyped_data(), dst, count * sizeof(R));
+        return result;
+      }
+      Transpose(device, sizeof(R), plan.canonical_output_dims,
+                plan.output_perm, dst, result.mutable_untyped_data());
+    } else {
+      Transpose(device, sizeof(R), plan.canonical_output_dims,
+                plan.output_perm, canonical, result.mutable_untyped_data());
+    }
+    return result;
+  });
+}
+
+// Checks that `dims` (the named roles of one operand) are distinct and cover
+// 0..rank-1 exactly.
+absl::Status CheckPermutation(const std::vector<int64_t>& dims, int64_t rank,
+                              const char* what) {
+  std::vector<bool> seen(rank, false);
+  if (static_cast<int64_t>(dims.size()) != rank) {
+    return Malformed(absl::StrCat("convolution ", what, " has rank ", rank,
+                                  " but the dimension numbers name ",
+                                  dims.size(), " dimensions"));
+  }
+  for (int64_t d : dims) {
+    if (d < 0 || d >= rank || seen[d]) {
+      return Malformed(absl::StrCat("convolution ", what, " dimension ", d,
+                                    " is out of range or used twice"));
+    }
+    seen[d] = true;
+  }
+  return absl::OkStatus();
+}
+
+bool IsIdentityPerm(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
+    const HloInstruction& instruction, KernelCompiler& compiler) {
+  if (absl::Status s = ExpectOperands(instruction, 2); !s.ok()) return s;
+  const Shape& lhs = instruction.operand(0)->shape();
+  const Shape& rhs = instruction.operand(1)->shape();
+  if (absl::Status s = ExpectArray(lhs, "convolution input"); !s.ok()) return s;
+  if (absl::Status s = ExpectArray(rhs, "convolution kernel"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ExpectArray(instruction.shape(), "convolution result");
+      !s.ok()) {
+    return s;
+  }
+  const xla::ConvolutionDimensionNumbers& dn =
+      instruction.proto().convolution_dimension_numbers();
+  const int64_t d = dn.input_spatial_dimensions_size();
+  if (dn.kernel_spatial_dimensions_size() != d ||
+      dn.output_spatial_dimensions_size() != d) {
+    return Malformed(absl::StrCat(
+        "convolution dimension numbers name ", d, " input, ",
+        dn.kernel_spatial_dimensions_size(), " kernel and ",
+        dn.output_spatial_dimensions_size(),
+        " output spatial dimensions; they must agree"));
+  }
+  ConvPlan plan;
+  plan.spatial_rank = d;
+  plan.input_perm.push_back(dn.input_batch_dimension());
+  for (int64_t s : dn.input_spatial_dimensions()) plan.input_perm.push_back(s);
+  plan.input_perm.push_back(dn.input_feature_dimension());
+  for (int64_t s : dn.kernel_spatial_dimensions()) {
+    plan.kernel_perm.push_back(s);
+  }
+  plan.kernel_perm.push_back(dn.kernel_input_feature_dimension());
+  plan.kernel_perm.push_back(dn.kernel_output_feature_dimension());
+  std::vector<int64_t> out_roles;  // canonical order of output dims
+  out_roles.push_back(dn.output_batch_dimension());
+  for (int64_t s : dn.output_spatial_dimensions()) out_roles.push_back(s);
+  out_roles.push_back(dn.output_feature_dimension());
+  const Shape& result_shape = instruction.shape();
+  if (absl::Status s = CheckPermutation(plan.input_perm, lhs.rank(), "input");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          CheckPermutation(plan.kernel_perm, rhs.rank(), "kernel");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          CheckPermutation(out_roles, result_shape.rank(), "output");
+      !s.ok()) {
+    return s;
+  }
+  plan.in_batch = lhs.dimensions(dn.input_batch_dimension());
+  plan.in_features = lhs.dimensions(dn.input_feature_dimension());
+  for (int64_t s : dn.input_spatial_dimensions()) {
+    plan.in_spatial.push_back(lhs.dimensions(s));
+    plan.in_spatial_count *= lhs.dimensions(s);
+  }
+  for (int64_t s : dn.kernel_spatial_dimensions()) {
+    plan.kernel_spatial.push_back(rhs.dimensions(s));
+    plan.kernel_count *= rhs.dimensions(s);
+  }
+  const int64_t kernel_in = rhs.dimensions(dn.kernel_input_feature_dimension());
+  const int64_t kernel_out =
+      rhs.dimensions(dn.kernel_output_feature_dimension());
+  const int64_t fgc = std::max<int64_t>(1, instruction.proto().feature_group_count());
+  const int64_t bgc = std::max<int64_t>(1, instruction.proto().batch_group_count());
+  if (fgc > 1 && bgc > 1) {
+    return Malformed(absl::StrCat(
+        "convolution cannot have both feature_group_count (", fgc,
+        ") and batch_group_count (", bgc, ") greater than 1"));
+  }
+  if (plan.in_features != kernel_in * fgc) {
+    return Malformed(absl::StrCat(
+        "convolution input feature size ", plan.in_features,
+        " must equal kernel input feature size ", kernel_in,
+        " times feature_group_count ", fgc));
+  }
+  if (kernel_out % fgc != 0 || kernel_out % bgc != 0) {
+    return Malformed(absl::StrCat(
+        "convolution kernel output feature size ", kernel_out,
+        " must be divisible by feature_group_count ", fgc,
+        " and batch_group_count ", bgc));
+  }
+  if (plan.in_batch % bgc != 0) {
+    return Malformed(absl::StrCat("convolution input batch size ",
+                                  plan.in_batch,
+                                  " must be divisible by batch_group_count ",
+                                  bgc));
+  }
+  absl::StatusOr<std::vector<WindowDim>> window = ReadWindow(
+      instruction.proto().window(), plan.in_spatial, "convolution");
+  if (!window.ok()) return window.status();
+  std::vector<int64_t> canonical_out = {plan.in_batch / bgc};
+  for (int64_t s = 0; s < d; ++s) {
+    const WindowDim& w = (*window)[s];
+    if (w.size != plan.kernel_spatial[s]) {
+      return Malformed(absl::StrCat("convolution window dimension ", s,
+                                    " has size ", w.size,
+                                    " but the kernel's spatial size is ",
+                                    plan.kernel_spatial[s]));
+    }
+    const int64_t out = WindowOutputSize(plan.in_spatial[s], w);
+    plan.out_spatial.push_back(out);
+    plan.out_spatial_count *= out;
+    plan.tables.push_back(WindowInputTable(plan.in_spatial[s], out, w));
+    plan.reversed.push_back(w.reversal);
+    plan.any_reversed |= w.reversal && w.size > 1;
+    canonical_out.push_back(out);
+  }
+  canonical_out.push_back(kernel_out);
+  std::vector<int64_t> result_dims(result_shape.rank());
+  for (size_t i = 0; i < out_roles.size(); ++i) {
+    result_dims[out_roles[i]] = canonical_out[i];
+  }
+  const xla::PrimitiveType rt = result_shape.element_type();
+  if (absl::Status s = ExpectResultShape(instruction, Shape::Array(rt, result_dims));
+      !s.ok()) {
+    return s;
+  }
+  for (const Shape* operand : {&lhs, &rhs}) {
+    const xla::PrimitiveType t = operand->element_type();
+    if (IsComplex(t) && !IsComplex(rt)) {
+      return Malformed("convolution of complex operands needs a complex result");
+    }
+    if (IsFloatingPoint(t) && !IsFloatingPoint(rt) && !IsComplex(rt)) {
+      return Malformed(absl::StrCat(
+          "convolution of ", PrimitiveTypeName(t),
+          " operands cannot produce an integer result (",
+          PrimitiveTypeName(rt), ")"));
+    }
+  }
+  plan.result = result_shape;
+  plan.canonical_output_dims = canonical_out;
+  plan.out_batch = canonical_out[0];
+  plan.out_features = kernel_out;
+  plan.groups = std::max(fgc, bgc);
+  plan.batch_grouped = bgc > 1;
+  plan.group_in_features = kernel_in;
+  plan.group_out_features = kernel_out / plan.groups;
+  // Result dim i is canonical dim inverse[i].
+  std::vector<int64_t> output_perm(result_shape.rank());
+  for (size_t i = 0; i < out_roles.size(); ++i) output_perm[out_roles[i]] = i;
+  if (!IsIdentityPerm(output_perm)) plan.output_perm = output_perm;
+  bool trivial_window = plan.groups == 1;
+  for (const WindowDim& w : *window) {
+    trivial_window &= w.size == 1 && w.stride == 1 && w.padding_low == 0 &&
+                      w.padding_high == 0 && w.base_dilation == 1;
+  }
+  plan.direct = trivial_window;
+  if (compiler.options().tpu_numerics && lhs.element_type() == xla::F32 &&
+      rhs.element_type() == xla::F32 && rt == xla::F32) {
+    int precision = 0;
+    for (int p : instruction.proto().precision_config().operand_precision()) {
+      precision = std::max(precision, p);
+    }
+    plan.tpu_passes = precision == xla::PrecisionConfig::DEFAULT ? 1
+                      : precision == xla::PrecisionConfig::HIGH  ? 3
+                                                                 : 0;
+  }
+  return DispatchType(
+      rt,
+      [&](auto tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        using R = typename decltype(tag)::type;
+        if constexpr (std::is_same_v<R, bool>) {
+          return UnsupportedType(instruction, rt);
+        } else {
+          return MakeConvKernel<R>(std::move(plan));
+        }
+      },
+      [&]() -> absl::StatusOr<std::unique_ptr<Kernel>> {
+        return UnsupportedType(instruction, rt);
+      });
+}
+
+}  // namespace
+
+void RegisterConvolutionKernels(KernelRegistry& registry) {
+  registry.Register("convolution", &CompileConvolution);
+}
+
+}  // namespace interpreter
+}  // namespace tpu

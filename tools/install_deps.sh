@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs exactly what the build and the tests need, from Debian 12 packages.
+# Idempotent and quiet when everything is present: safe to run every time.
+set -euo pipefail
+
+PACKAGES=(
+  bazel-bootstrap          # Bazel 4.2.3; the build runs fully offline
+  g++
+  libgrpc++-dev            # gRPC C++ runtime and headers
+  protobuf-compiler        # protoc
+  protobuf-compiler-grpc   # grpc_cpp_plugin
+  libprotobuf-dev
+  libabsl-dev              # Abseil (status, strings, synchronization, flags)
+  libeigen3-dev            # the interpreter's kernels
+  libgtest-dev
+  libgmock-dev
+  libbenchmark-dev
+  python3                  # summarizes the test XML in tools/test.sh
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "install_deps: installing ${missing[*]}" >&2
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
