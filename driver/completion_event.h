@@ -66,7 +66,8 @@ class CompletionEvent : public Event {
   absl::Mutex mu_;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::function<void(absl::Status)>> callbacks_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<void(absl::Status)>> callbacks_
+      ABSL_GUARDED_BY(mu_);
 };
 
 // A process-wide unique, never reused, non-zero serial number for a driver

@@ -306,8 +306,7 @@ BENCHMARK_CAPTURE(BM_DeviceToHost, Grpc, Backend::kGrpc)
     ->Arg(1 << 20)
     ->Arg(256 << 20)
     ->UseRealTime();
-BENCHMARK_CAPTURE(BM_TinyProgramRoundTrip, Grpc, Backend::kGrpc)
-    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_TinyProgramRoundTrip, Grpc, Backend::kGrpc)->UseRealTime();
 BENCHMARK_CAPTURE(BM_PipelinedSmallOps, Grpc, Backend::kGrpc)->UseRealTime();
 
 BENCHMARK_CAPTURE(BM_HostToDevice, Local, Backend::kLocal)
@@ -320,8 +319,7 @@ BENCHMARK_CAPTURE(BM_DeviceToHost, Local, Backend::kLocal)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_TinyProgramRoundTrip, Local, Backend::kLocal)
     ->UseRealTime();
-BENCHMARK_CAPTURE(BM_PipelinedSmallOps, Local, Backend::kLocal)
-    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_PipelinedSmallOps, Local, Backend::kLocal)->UseRealTime();
 
 }  // namespace
 }  // namespace tpu

@@ -20,9 +20,8 @@
 
 namespace tpu {
 
-using DriverFactory =
-    std::function<absl::StatusOr<std::unique_ptr<TpuDriver>>(
-        const tpu_driver::TpuDriverConfig& config)>;
+using DriverFactory = std::function<absl::StatusOr<std::unique_ptr<TpuDriver>>(
+    const tpu_driver::TpuDriverConfig& config)>;
 
 class DriverRegistry {
  public:

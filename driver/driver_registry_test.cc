@@ -98,8 +98,7 @@ TEST(DriverRegistryTest, UnknownSchemeNamesItAndListsKnownOnes) {
   auto driver = DriverRegistry::Open("nosuch://host:1");
   ASSERT_FALSE(driver.ok());
   EXPECT_EQ(driver.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(driver.status().message().find("\"nosuch://\""),
-            std::string::npos)
+  EXPECT_NE(driver.status().message().find("\"nosuch://\""), std::string::npos)
       << driver.status();
   EXPECT_NE(driver.status().message().find("known://"), std::string::npos)
       << driver.status();
@@ -116,8 +115,9 @@ TEST(DriverRegistryTest, PrefixesAreSorted) {
 
 TEST(DriverRegistryTest, ConfigReachesTheFactory) {
   DriverRegistry::Register(
-      "cfg://", [](const tpu_driver::TpuDriverConfig& config)
-                    -> absl::StatusOr<std::unique_ptr<TpuDriver>> {
+      "cfg://",
+      [](const tpu_driver::TpuDriverConfig& config)
+          -> absl::StatusOr<std::unique_ptr<TpuDriver>> {
         return absl::UnavailableError(absl::StrCat(
             config.worker(), " ", config.grpc().connection_timeout_secs()));
       });

@@ -17,7 +17,8 @@ namespace tpu {
 
 struct EventId {
   static constexpr int kOperationBits = 44;
-  static constexpr uint64_t kOperationMask = (uint64_t{1} << kOperationBits) - 1;
+  static constexpr uint64_t kOperationMask =
+      (uint64_t{1} << kOperationBits) - 1;
   // Client ids must fit in the 20 bits left above the operation id.
   static constexpr uint64_t kMaxClientId = (uint64_t{1} << 20) - 1;
 

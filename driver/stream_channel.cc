@@ -11,9 +11,8 @@ absl::Status StatusFromWire(const tpu_driver::StatusMessage& message) {
   const int code = message.code();
   if (code == 0) return absl::OkStatus();
   if (code < 0 || code > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
-    return absl::UnknownError(absl::StrCat("(status code ", code,
-                                           " from the worker) ",
-                                           message.message()));
+    return absl::UnknownError(absl::StrCat(
+        "(status code ", code, " from the worker) ", message.message()));
   }
   return absl::Status(static_cast<absl::StatusCode>(code), message.message());
 }
@@ -49,7 +48,8 @@ void StreamChannel::Submit(OutgoingEntry entry, PendingOp op) {
       refused = EndedStatus(wire_id);
     } else if (closing_) {
       refused = absl::FailedPreconditionError(absl::StrCat(
-          EventId::FromInt(wire_id).ToString(), " was issued while the TPU driver for ", address_, " was closing"));
+          EventId::FromInt(wire_id).ToString(),
+          " was issued while the TPU driver for ", address_, " was closing"));
     } else {
       pending_.emplace(wire_id, std::move(op));
       queue_.push_back(std::move(entry));
@@ -164,12 +164,12 @@ void StreamChannel::CompleteFromResponse(
     const std::string& data = entry.transfer_from().data();
     if (!entry.has_transfer_from() ||
         static_cast<int64_t>(data.size()) != op.transfer_bytes) {
-      status = absl::DataLossError(absl::StrCat(
-          "transfer from device (", op.event->id().ToString(), ") on ",
-          name_, " of ", address_, ": expected ", op.transfer_bytes,
-          " bytes, received ",
-          entry.has_transfer_from() ? absl::StrCat(data.size())
-                                    : std::string("no data")));
+      status = absl::DataLossError(
+          absl::StrCat("transfer from device (", op.event->id().ToString(),
+                       ") on ", name_, " of ", address_, ": expected ",
+                       op.transfer_bytes, " bytes, received ",
+                       entry.has_transfer_from() ? absl::StrCat(data.size())
+                                                 : std::string("no data")));
     } else if (!data.empty()) {
       std::memcpy(op.transfer_dst, data.data(), data.size());
     }
@@ -192,8 +192,9 @@ void StreamChannel::OnDone(const absl::Status& status) {
 absl::Status StreamChannel::EndedStatus(uint64_t wire_id) {
   const std::string op = EventId::FromInt(wire_id).ToString();
   if (shut_down_) {
-    return absl::Status(shutdown_code_, absl::StrCat(op, " did not complete: ",
-                                                     shutdown_reason_));
+    return absl::Status(
+        shutdown_code_,
+        absl::StrCat(op, " did not complete: ", shutdown_reason_));
   }
   return absl::UnavailableError(absl::StrCat(
       "TPU worker ", address_, " went away: its ", name_, " stream ended (",

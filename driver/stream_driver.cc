@@ -30,9 +30,9 @@ std::string OpName(const CompletionEvent& event) {
 
 absl::Status DependencyFailed(const CompletionEvent& op, const std::string& dep,
                               const absl::Status& status) {
-  return absl::Status(
-      status.code(), absl::StrCat(OpName(op), " was not run: its dependency ", dep,
-                                  " failed: ", status.ToString()));
+  return absl::Status(status.code(),
+                      absl::StrCat(OpName(op), " was not run: its dependency ",
+                                   dep, " failed: ", status.ToString()));
 }
 
 std::string DescribeEvent(Event* event) {
@@ -166,23 +166,22 @@ absl::Status StreamDriver::Reset() {
   {
     absl::MutexLock lock(&mu_);
     if (closed_) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the TPU driver for ", address_, " was already reset"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("the TPU driver for ", address_, " was already reset"));
     }
   }
   absl::Status reset = transport_->Reset(tpu_driver::ResetRequest());
   if (!reset.ok()) {
-    return absl::Status(reset.code(),
-                        absl::StrCat("Failed to reset the TPU worker ",
-                                     address_, ": ", reset.message()));
+    return absl::Status(
+        reset.code(), absl::StrCat("Failed to reset the TPU worker ", address_,
+                                   ": ", reset.message()));
   }
   {
     absl::MutexLock lock(&mu_);
     closed_ = true;
   }
   ShutdownChannels(/*graceful=*/false, absl::StatusCode::kAborted,
-                   absl::StrCat("the TPU driver for ", address_,
-                                " was reset"));
+                   absl::StrCat("the TPU driver for ", address_, " was reset"));
   // As the reference client: Close with our (now forgotten) client id, and
   // report Close's status.
   tpu_driver::CloseRequest close;
@@ -193,9 +192,9 @@ absl::Status StreamDriver::Reset() {
 StreamChannel* StreamDriver::ChannelFor(int32_t core_id, absl::Status* error) {
   auto it = core_channels_.find(core_id);
   if (it != core_channels_.end()) return it->second.get();
-  *error = absl::InvalidArgumentError(absl::StrCat(
-      "TPU core ", core_id, " does not exist on worker ", address_,
-      "; its cores are ", absl::StrJoin(core_ids_, ",")));
+  *error = absl::InvalidArgumentError(
+      absl::StrCat("TPU core ", core_id, " does not exist on worker ", address_,
+                   "; its cores are ", absl::StrJoin(core_ids_, ",")));
   return nullptr;
 }
 
@@ -275,9 +274,9 @@ std::shared_ptr<CompletionEvent> StreamDriver::Issue(
   {
     absl::MutexLock lock(&mu_);
     if (closed_) {
-      return fail(absl::FailedPreconditionError(absl::StrCat(
-          OpName(*event), " was issued after the TPU driver for ",
-          address_, " was reset; open a new driver")));
+      return fail(absl::FailedPreconditionError(
+          absl::StrCat(OpName(*event), " was issued after the TPU driver for ",
+                       address_, " was reset; open a new driver")));
     }
   }
   entry.entry.set_operation_id(event->id().AsInt());
@@ -305,8 +304,7 @@ std::shared_ptr<CompletionEvent> StreamDriver::Issue(
     Event* dep = wait_for[i];
     if (dep == nullptr) {
       return fail(absl::InvalidArgumentError(
-          absl::StrCat(OpName(*event), ": wait_for[", i,
-                       "] is null")));
+          absl::StrCat(OpName(*event), ": wait_for[", i, "] is null")));
     }
     auto* ours = dynamic_cast<CompletionEvent*>(dep);
     if (ours != nullptr && ours->owner() == serial_) {
@@ -340,9 +338,9 @@ std::shared_ptr<CompletionEvent> StreamDriver::Issue(
     absl::MutexLock lock(&mu_);
     if (closed_) {
       // Shutdown already swept held_; it would never see this one.
-      return fail(absl::FailedPreconditionError(absl::StrCat(
-          OpName(*event), " was issued while the TPU driver for ",
-          address_, " was closing")));
+      return fail(absl::FailedPreconditionError(
+          absl::StrCat(OpName(*event), " was issued while the TPU driver for ",
+                       address_, " was closing")));
     }
     held_.insert(held);
   }
@@ -450,8 +448,7 @@ std::unique_ptr<BufferHandle> StreamDriver::AllocateTuple(
     absl::StatusOr<const StreamBufferHandle*> child =
         CheckBuffer(children[i], absl::StrCat("tuple child ", i));
     if (!child.ok()) return FailedBuffer(child.status());
-    if ((*child)->info().core_id != core_id &&
-        (*child)->info().core_id != -1) {
+    if ((*child)->info().core_id != core_id && (*child)->info().core_id != -1) {
       return FailedBuffer(absl::InvalidArgumentError(absl::StrCat(
           "tuple child ", i, " (", (*child)->info().event->id().ToString(),
           ") lives on core ", (*child)->info().core_id,
@@ -505,7 +502,8 @@ std::shared_ptr<Event> StreamDriver::TransferToDevice(
     return CompletionEvent::Done(
         absl::InvalidArgumentError(absl::StrCat(
             "transfer to device: source is null but the destination (created "
-            "by ", (*buffer)->info().event->id().ToString(), ") holds ", bytes,
+            "by ",
+            (*buffer)->info().event->id().ToString(), ") holds ", bytes,
             " bytes")),
         serial_);
   }
@@ -533,7 +531,8 @@ std::shared_ptr<Event> StreamDriver::TransferFromDevice(
     return CompletionEvent::Done(
         absl::InvalidArgumentError(absl::StrCat(
             "transfer from device: destination is null but the source (created "
-            "by ", (*buffer)->info().event->id().ToString(), ") holds ", bytes,
+            "by ",
+            (*buffer)->info().event->id().ToString(), ") holds ", bytes,
             " bytes")),
         serial_);
   }
@@ -612,8 +611,7 @@ std::unique_ptr<LoadedProgramHandle> StreamDriver::LoadProgram(
   auto* load = entry.entry.mutable_load();
   load->set_core_id(core_id);
   load->set_compiled_program_handle((*compiled)->info().wire_id());
-  const std::shared_ptr<CompletionEvent> named[] = {
-      (*compiled)->info().event};
+  const std::shared_ptr<CompletionEvent> named[] = {(*compiled)->info().event};
   Issue(channel, std::move(entry), std::move(op), wait_for, named);
   return loaded;
 }
@@ -681,9 +679,9 @@ StreamCompiledProgramHandle::program_shape() {
   std::optional<absl::Status> status =
       info_.event->AwaitWithTimeout(absl::Hours(1));
   if (!status.has_value()) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "compilation (", info_.event->id().ToString(), ")",
-        " did not finish within 1 hour"));
+    return absl::DeadlineExceededError(
+        absl::StrCat("compilation (", info_.event->id().ToString(), ")",
+                     " did not finish within 1 hour"));
   }
   if (!status->ok()) return *status;
   return *program_shape_;

@@ -22,7 +22,7 @@
 //
 // Thread safety: safe for concurrent use. Event callbacks run on transport
 // threads (a stream's reader) or, for up-front failures, on the calling
-// thread.
+// thread; they may issue new operations but must not destroy the driver.
 
 #include <atomic>
 #include <cstdint>

@@ -30,7 +30,8 @@ struct FakeWorker {
   std::vector<std::shared_ptr<Stream>> streams ABSL_GUARDED_BY(mu);
   // Entries received, with the index of their stream; transfer_to data is
   // filled in from the payload.
-  std::vector<std::pair<int, StreamRequest::Entry>> received ABSL_GUARDED_BY(mu);
+  std::vector<std::pair<int, StreamRequest::Entry>> received
+      ABSL_GUARDED_BY(mu);
   int writes ABSL_GUARDED_BY(mu) = 0;
   bool block_writes ABSL_GUARDED_BY(mu) = false;
   // Answer every entry OK right away (transfer_from with `readback`).
@@ -290,7 +291,8 @@ TEST_F(StreamDriverTest, FailedDependencyFailsUpFrontNamingIt) {
   absl::Status status =
       driver_->TransferFromDevice(buffer.get(), out, {})->Await();
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(status.message().find("dependency operation 1 (client 5) failed"), std::string::npos)
+  EXPECT_NE(status.message().find("dependency operation 1 (client 5) failed"),
+            std::string::npos)
       << status;
   EXPECT_NE(status.message().find("out of HBM"), std::string::npos) << status;
   EXPECT_EQ(worker_->NumReceived(), 1);  // Never sent.
@@ -336,8 +338,9 @@ TEST_F(StreamDriverTest, ExecuteNamesProgramInputsAndOutputs) {
   assignment.set_replica_count(1);
   assignment.set_computation_count(1);
   assignment.add_computation_devices()->add_replica_device_ids(0);
-  EXPECT_TRUE(driver_->ExecuteProgram(loaded.get(), {in.get()}, {out.get()},
-                                      assignment, {})
+  EXPECT_TRUE(driver_
+                  ->ExecuteProgram(loaded.get(), {in.get()}, {out.get()},
+                                   assignment, {})
                   ->Await()
                   .ok());
   StreamRequest::Entry execute = worker_->Received(4);

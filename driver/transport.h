@@ -64,7 +64,9 @@ struct StreamCallbacks {
   // Where the `bytes` bytes of transfer_from data for operation `wire_id` go,
   // or null. A transport may use it to copy data straight to its destination
   // (then the entry handed to on_response has transfer_from.data empty); it
-  // calls it on the thread that then calls on_response for that entry.
+  // calls it on the thread that then calls on_response for that entry, and
+  // must call on_done on that thread too (or after it is joined): the
+  // destination stays valid only until its operation completes.
   std::function<void*(uint64_t wire_id, int64_t bytes)> transfer_destination;
 };
 

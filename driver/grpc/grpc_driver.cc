@@ -20,8 +20,9 @@ absl::StatusOr<std::unique_ptr<StreamDriver>> OpenGrpcDriver(
 namespace {
 
 const int kRegistered = DriverRegistry::Register(
-    "grpc://", [](const tpu_driver::TpuDriverConfig& config)
-                   -> absl::StatusOr<std::unique_ptr<TpuDriver>> {
+    "grpc://",
+    [](const tpu_driver::TpuDriverConfig& config)
+        -> absl::StatusOr<std::unique_ptr<TpuDriver>> {
       // As the reference client: local credentials for localhost. They
       // interoperate with insecure servers (and insecure clients with local
       // servers); both are plaintext HTTP/2.

@@ -46,10 +46,9 @@ class GrpcTransportStream : public TransportStream {
     static const grpc::internal::RpcMethod* method =
         new grpc::internal::RpcMethod(
             kStreamExecuteMethod, grpc::internal::RpcMethod::BIDI_STREAMING);
-    stream_.reset(
-        grpc::internal::ClientReaderWriterFactory<
-            grpc::ByteBuffer, grpc::ByteBuffer>::Create(channel, *method,
-                                                        &context_));
+    stream_.reset(grpc::internal::ClientReaderWriterFactory<
+                  grpc::ByteBuffer, grpc::ByteBuffer>::Create(channel, *method,
+                                                              &context_));
     reader_ = std::thread([this] { ReadLoop(); });
   }
 
@@ -121,9 +120,9 @@ absl::StatusOr<std::unique_ptr<GrpcTransport>> GrpcTransport::Create(
     GrpcCredentialsKind credentials) {
   absl::string_view target = config.worker();
   if (!absl::ConsumePrefix(&target, kScheme) || target.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TPU worker address \"", config.worker(),
-        "\" is not of the form grpc://host:port"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("TPU worker address \"", config.worker(),
+                     "\" is not of the form grpc://host:port"));
   }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(std::numeric_limits<int>::max());
@@ -162,9 +161,8 @@ absl::StatusOr<tpu_driver::OpenResponse> GrpcTransport::Open(
   // first refused attempt: the worker may still be starting.
   context.set_wait_for_ready(true);
   tpu_driver::OpenResponse response;
-  grpc::Status status =
-      tpu_driver::CloudTpuDriver::NewStub(channel_)->Open(&context, request,
-                                                          &response);
+  grpc::Status status = tpu_driver::CloudTpuDriver::NewStub(channel_)->Open(
+      &context, request, &response);
   if (status.ok()) return response;
   const bool unreachable =
       status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
@@ -173,10 +171,10 @@ absl::StatusOr<tpu_driver::OpenResponse> GrpcTransport::Open(
       unreachable ? absl::StatusCode::kUnavailable
                   : static_cast<absl::StatusCode>(status.error_code()),
       absl::StrCat("Failed to connect to remote server at address: ", address_,
-                   unreachable ? absl::StrCat(" (no answer within ",
-                                              absl::FormatDuration(timeout),
-                                              ")")
-                               : std::string(),
+                   unreachable
+                       ? absl::StrCat(" (no answer within ",
+                                      absl::FormatDuration(timeout), ")")
+                       : std::string(),
                    ". Error from gRPC: ", status.error_message()));
 }
 
@@ -205,10 +203,9 @@ absl::StatusOr<tpu_driver::SystemInfo> GrpcTransport::QuerySystemInfo() {
       tpu_driver::CloudTpuDriver::NewStub(channel_)->QuerySystemInfo(
           context.get(), tpu_driver::QuerySystemInfoRequest(), &response);
   if (!status.ok()) {
-    return absl::Status(
-        static_cast<absl::StatusCode>(status.error_code()),
-        absl::StrCat("QuerySystemInfo on TPU worker ", address_,
-                     " failed: ", status.error_message()));
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        absl::StrCat("QuerySystemInfo on TPU worker ", address_,
+                                     " failed: ", status.error_message()));
   }
   return std::move(*response.mutable_system_info());
 }

