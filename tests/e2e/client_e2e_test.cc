@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -338,6 +339,48 @@ TEST_P(ClientE2ETest, EightReplicasWithPerReplicaInputs) {
   EXPECT_EQ(results.status().message(),
             "Attempted to execute with 7 argument lists when local device "
             "count is 8 (total replica count: 8, partition count: 1).");
+}
+
+TEST_P(ClientE2ETest, ConcurrentExecutesOfOneProgram) {
+  std::shared_ptr<TpuClient> client = Connect();
+  ASSERT_NE(client, nullptr);
+  auto executable =
+      TpuExecutable::Compile(ParseProgram(e2e::kTwiceXPlusOne), {}, client);
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  constexpr int kThreads = 8;
+  constexpr int kRunsPerThread = 4;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRunsPerThread; ++i) {
+        const float v = t * 100.0f + i;
+        absl::StatusOr<std::unique_ptr<TpuBuffer>> input =
+            TpuBuffer::FromLiteral(F32({4}, {v, -v, 0, 1}), client, 0);
+        if (!input.ok()) {
+          failures[t] = input.status().ToString();
+          return;
+        }
+        std::vector<TpuBuffer*> args = {input->get()};
+        auto result = (*executable)->Execute(args);
+        // The inputs may go before the results are read.
+        input->reset();
+        if (!result.ok()) {
+          failures[t] = result.status().ToString();
+          return;
+        }
+        absl::StatusOr<Literal> out = (*result)[0]->ToLiteral();
+        if (!out.ok() || *out != F32({4}, {2 * v + 1, 1 - 2 * v, 1, 3})) {
+          failures[t] = absl::StrCat(
+              "thread ", t, " run ", i, ": ",
+              out.ok() ? out->ToString() : out.status().ToString());
+          return;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const std::string& failure : failures) EXPECT_EQ(failure, "");
 }
 
 TEST_P(ClientE2ETest, ArgumentChecksHappenBeforeLaunch) {

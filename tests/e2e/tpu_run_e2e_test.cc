@@ -243,6 +243,19 @@ TEST_F(TpuRunTest, RandomInputsAreDeterministicAndResultsPrint) {
   EXPECT_EQ(first.out, second.out);
 }
 
+TEST_F(TpuRunTest, LocalTargetRunsInProcess) {
+  const std::string module = WriteHloProto(e2e::kTwiceXPlusOne);
+  for (int r = 0; r < 2; ++r) {
+    WriteInput(r, 0, FloatArray({4}, {1, 2, 3, float(r)}));
+  }
+  CommandResult result = Run({"--target=local://?chips=1&cores_per_chip=2",
+                              absl::StrCat("--module=", module), "--replicas=2",
+                              InputsFlag(), OutputsFlag()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(OutputBytes(0, 0), SerializeNpy(FloatArray({4}, {3, 5, 7, 1})));
+  EXPECT_EQ(OutputBytes(1, 0), SerializeNpy(FloatArray({4}, {3, 5, 7, 3})));
+}
+
 TEST_F(TpuRunTest, DumpHloPrintsTheModule) {
   const std::string module = WriteHloProto(e2e::kTwiceXPlusOne);
   WriteInput(0, 0, FloatArray({4}, {1, 2, 3, 4}));
