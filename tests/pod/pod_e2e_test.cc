@@ -60,7 +60,6 @@ std::vector<std::unique_ptr<EmulatorProcess>> StartWorkers(
   std::vector<std::unique_ptr<EmulatorProcess>> workers;
   for (int i = 0; i < count; ++i) {
     std::vector<std::string> worker_flags = flags;
-    worker_flags.push_back("--compute_threads=1");
     if (slice) {
       worker_flags.push_back(absl::StrCat("--pod_hosts=", count));
       worker_flags.push_back(absl::StrCat("--host_id=", i));
