@@ -238,7 +238,7 @@ TEST(TriangularSolveTest, BatchedF64AndC64AndBf16) {
   using bf16 = Eigen::bfloat16;
   absl::StatusOr<Literal> h = RunSolve(
       Vec<bf16>(xla::BF16, {1, 1}, {bf16(4)}),
-      Vec<bf16>(xla::BF16, {1, 2}, {bf16(2), bf16(6)}), false, false, false,
+      Vec<bf16>(xla::BF16, {2, 1}, {bf16(2), bf16(6)}), false, false, false,
       xla::TriangularSolveOptions::TRANSPOSE);
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ(testing::FloatValues(*h), (std::vector<float>{0.5f, 1.5f}));
