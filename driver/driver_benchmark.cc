@@ -173,7 +173,7 @@ void BM_HostToDevice(benchmark::State& state, Backend backend) {
           state);
     total += Clock::now() - start;
   }
-  driver->Deallocate(std::move(buffer), {})->Await();
+  Check(driver->Deallocate(std::move(buffer), {})->Await(), state);
   ReportThroughput(state, backend, bytes, Seconds(total));
 }
 
@@ -191,7 +191,7 @@ void BM_DeviceToHost(benchmark::State& state, Backend backend) {
           state);
     total += Clock::now() - start;
   }
-  driver->Deallocate(std::move(buffer), {})->Await();
+  Check(driver->Deallocate(std::move(buffer), {})->Await(), state);
   ReportThroughput(state, backend, bytes, Seconds(total));
 }
 
@@ -265,7 +265,7 @@ void BM_TinyProgramRoundTrip(benchmark::State& state, Backend backend) {
     driver->Deallocate(std::move(y), {});
   }
   if (out[3] != 8) state.SkipWithError("wrong result");
-  driver->UnloadProgram(std::move(loaded), {})->Await();
+  Check(driver->UnloadProgram(std::move(loaded), {})->Await(), state);
   std::sort(latencies.begin(), latencies.end());
   if (!latencies.empty()) {
     state.counters["p50_us"] = latencies[latencies.size() / 2];
@@ -293,7 +293,7 @@ void BM_PipelinedSmallOps(benchmark::State& state, Backend backend) {
     for (auto& event : events) Check(event->Await(), state);
     total += Clock::now() - start;
   }
-  driver->Deallocate(std::move(buffer), {})->Await();
+  Check(driver->Deallocate(std::move(buffer), {})->Await(), state);
   state.counters["ops_per_s"] =
       kOps * static_cast<double>(state.iterations()) / Seconds(total);
 }

@@ -217,8 +217,10 @@ TEST_F(WorkerExecuteTest, CloseCancelsARunningProgram) {
                  Execute(O(6), O(2), {O(4), O(4)}, {O(4)}, 0),
                  Execute(O(7), O(3), {O(5), O(5)}, {O(5)}, 1)});
   EXPECT_EQ(stream_->Code(O(7)), 0);
-  EXPECT_FALSE(stream_->Await(O(6), absl::Milliseconds(100)).has_value());
-  EXPECT_FALSE(stream_->Await(I(5), absl::ZeroDuration()).has_value());
+  auto queued = stream_->Await(O(6), absl::Milliseconds(100));
+  EXPECT_FALSE(queued.has_value()) << queued->status().message();
+  auto looping = stream_->Await(I(5), absl::ZeroDuration());
+  EXPECT_FALSE(looping.has_value()) << looping->status().message();
   tpu_driver::CloseRequest close;
   close.set_client_id(client_);
   ASSERT_TRUE(worker_->Close(close).ok());

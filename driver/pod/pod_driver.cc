@@ -227,7 +227,8 @@ absl::StatusOr<tpu_driver::SystemInfo> PodDriver::QuerySystemInfo() {
     absl::StatusOr<tpu_driver::SystemInfo> info =
         workers_[w]->QuerySystemInfo();
     if (!info.ok()) {
-      FromWorker(static_cast<int>(w), info.status());
+      // Only for its side effect: a lost worker is marked unusable.
+      FromWorker(static_cast<int>(w), info.status()).IgnoreError();
       continue;
     }
     infos[w] = *std::move(info);

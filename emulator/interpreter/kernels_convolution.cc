@@ -93,8 +93,8 @@ const C* GroupKernels(const Eigen::ThreadPoolDevice* device,
         strides[s] = -strides[s];
       }
     }
-    flipped = AlignedBuffer::Allocate(plan.kernel_count * i_dim * o_dim *
-                                      sizeof(C));
+    flipped =
+        AlignedBuffer::Allocate(plan.kernel_count * i_dim * o_dim * sizeof(C));
     StridedCopy(device, sizeof(C), dims, base, strides, flipped->data());
     src = static_cast<const C*>(flipped->data());
   }
@@ -118,8 +118,7 @@ void BuildPatches(const ConvPlan& plan, const C* x, int64_t group, int64_t r0,
   const int64_t d = plan.spatial_rank;
   const int64_t cg = plan.group_in_features;
   const int64_t kc = plan.kernel_count * cg;
-  const int64_t batch_offset =
-      plan.batch_grouped ? group * plan.out_batch : 0;
+  const int64_t batch_offset = plan.batch_grouped ? group * plan.out_batch : 0;
   const int64_t chan_offset = plan.batch_grouped ? 0 : group * cg;
   std::vector<int64_t> in_strides(d + 1, 1);  // in elements of [S...]
   for (int64_t s = d - 1; s >= 0; --s) {
@@ -179,8 +178,8 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
   }
   // Tiles of ~512 KiB of patches, at least a few per thread for balance.
   const int64_t threads = device == nullptr ? 1 : device->numThreads();
-  int64_t tile =
-      std::max<int64_t>(16, (512 * 1024) / std::max<int64_t>(1, kc * sizeof(C)));
+  int64_t tile = std::max<int64_t>(
+      16, (512 * 1024) / std::max<int64_t>(1, kc * sizeof(C)));
   const int64_t balanced =
       (rows * plan.groups + 4 * threads - 1) / (4 * threads);
   tile = std::max<int64_t>(8, std::min(tile, std::max<int64_t>(balanced, 8)));
@@ -225,15 +224,13 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
 template <typename R>
 std::unique_ptr<Kernel> MakeConvKernel(ConvPlan plan) {
   using C = GemmType<R>;
-  return MakeKernel([plan = std::move(plan)](
-                        KernelContext& context,
-                        absl::Span<const Operand> operands)
+  return MakeKernel([plan = std::move(plan)](KernelContext& context,
+                                             absl::Span<const Operand> operands)
                         -> absl::StatusOr<Literal> {
     const Eigen::ThreadPoolDevice* device = context.device();
     Literal result = Literal::Uninitialized(plan.result);
     const int64_t count = plan.result.element_count();
-    const bool in_place =
-        std::is_same_v<C, R> && plan.output_perm.empty();
+    const bool in_place = std::is_same_v<C, R> && plan.output_perm.empty();
     std::shared_ptr<AlignedBuffer> canonical_storage;
     C* out;
     if (in_place) {
@@ -251,18 +248,11 @@ std::unique_ptr<Kernel> MakeConvKernel(ConvPlan plan) {
       const C* w = GroupKernels<C>(device, plan, w_canonical, gs);
       RunConvPass<C>(device, plan, x, w, out, accumulate);
     };
-    using OR = OperandRounding;
-    if (plan.out_features > 0 && plan.group_in_features * plan.kernel_count == 0) {
+    if (plan.out_features > 0 &&
+        plan.group_in_features * plan.kernel_count == 0) {
       std::fill(out, out + count, C(0));
-    } else if (plan.tpu_passes == 0) {
-      pass(OR::kNone, OR::kNone, false);
-    } else if (plan.tpu_passes == 1) {
-      pass(OR::kBf16, OR::kBf16, false);
     } else {
-      // bf16x3: hi*hi + hi*lo + lo*hi, each product exact in f32.
-      pass(OR::kBf16High, OR::kBf16, false);
-      pass(OR::kBf16, OR::kBf16High, true);
-      pass(OR::kBf16, OR::kBf16, true);
+      RunPrecisionPasses(plan.tpu_passes, pass);
     }
     if (in_place) return result;
     const C* canonical = out;
@@ -276,11 +266,11 @@ std::unique_ptr<Kernel> MakeConvKernel(ConvPlan plan) {
         std::memcpy(result.mutable_untyped_data(), dst, count * sizeof(R));
         return result;
       }
-      Transpose(device, sizeof(R), plan.canonical_output_dims,
-                plan.output_perm, dst, result.mutable_untyped_data());
+      Transpose(device, sizeof(R), plan.canonical_output_dims, plan.output_perm,
+                dst, result.mutable_untyped_data());
     } else {
-      Transpose(device, sizeof(R), plan.canonical_output_dims,
-                plan.output_perm, canonical, result.mutable_untyped_data());
+      Transpose(device, sizeof(R), plan.canonical_output_dims, plan.output_perm,
+                canonical, result.mutable_untyped_data());
     }
     return result;
   });
@@ -331,11 +321,11 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
   const int64_t d = dn.input_spatial_dimensions_size();
   if (dn.kernel_spatial_dimensions_size() != d ||
       dn.output_spatial_dimensions_size() != d) {
-    return Malformed(absl::StrCat(
-        "convolution dimension numbers name ", d, " input, ",
-        dn.kernel_spatial_dimensions_size(), " kernel and ",
-        dn.output_spatial_dimensions_size(),
-        " output spatial dimensions; they must agree"));
+    return Malformed(
+        absl::StrCat("convolution dimension numbers name ", d, " input, ",
+                     dn.kernel_spatial_dimensions_size(), " kernel and ",
+                     dn.output_spatial_dimensions_size(),
+                     " output spatial dimensions; they must agree"));
   }
   ConvPlan plan;
   plan.spatial_rank = d;
@@ -356,8 +346,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
       !s.ok()) {
     return s;
   }
-  if (absl::Status s =
-          CheckPermutation(plan.kernel_perm, rhs.rank(), "kernel");
+  if (absl::Status s = CheckPermutation(plan.kernel_perm, rhs.rank(), "kernel");
       !s.ok()) {
     return s;
   }
@@ -379,42 +368,42 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
   const int64_t kernel_in = rhs.dimensions(dn.kernel_input_feature_dimension());
   const int64_t kernel_out =
       rhs.dimensions(dn.kernel_output_feature_dimension());
-  const int64_t fgc = std::max<int64_t>(1, instruction.proto().feature_group_count());
-  const int64_t bgc = std::max<int64_t>(1, instruction.proto().batch_group_count());
+  const int64_t fgc =
+      std::max<int64_t>(1, instruction.proto().feature_group_count());
+  const int64_t bgc =
+      std::max<int64_t>(1, instruction.proto().batch_group_count());
   if (fgc > 1 && bgc > 1) {
-    return Malformed(absl::StrCat(
-        "convolution cannot have both feature_group_count (", fgc,
-        ") and batch_group_count (", bgc, ") greater than 1"));
+    return Malformed(
+        absl::StrCat("convolution cannot have both feature_group_count (", fgc,
+                     ") and batch_group_count (", bgc, ") greater than 1"));
   }
   if (plan.in_features != kernel_in * fgc) {
-    return Malformed(absl::StrCat(
-        "convolution input feature size ", plan.in_features,
-        " must equal kernel input feature size ", kernel_in,
-        " times feature_group_count ", fgc));
+    return Malformed(
+        absl::StrCat("convolution input feature size ", plan.in_features,
+                     " must equal kernel input feature size ", kernel_in,
+                     " times feature_group_count ", fgc));
   }
   if (kernel_out % fgc != 0 || kernel_out % bgc != 0) {
-    return Malformed(absl::StrCat(
-        "convolution kernel output feature size ", kernel_out,
-        " must be divisible by feature_group_count ", fgc,
-        " and batch_group_count ", bgc));
+    return Malformed(absl::StrCat("convolution kernel output feature size ",
+                                  kernel_out,
+                                  " must be divisible by feature_group_count ",
+                                  fgc, " and batch_group_count ", bgc));
   }
   if (plan.in_batch % bgc != 0) {
-    return Malformed(absl::StrCat("convolution input batch size ",
-                                  plan.in_batch,
-                                  " must be divisible by batch_group_count ",
-                                  bgc));
+    return Malformed(
+        absl::StrCat("convolution input batch size ", plan.in_batch,
+                     " must be divisible by batch_group_count ", bgc));
   }
-  absl::StatusOr<std::vector<WindowDim>> window = ReadWindow(
-      instruction.proto().window(), plan.in_spatial, "convolution");
+  absl::StatusOr<std::vector<WindowDim>> window =
+      ReadWindow(instruction.proto().window(), plan.in_spatial, "convolution");
   if (!window.ok()) return window.status();
   std::vector<int64_t> canonical_out = {plan.in_batch / bgc};
   for (int64_t s = 0; s < d; ++s) {
     const WindowDim& w = (*window)[s];
     if (w.size != plan.kernel_spatial[s]) {
-      return Malformed(absl::StrCat("convolution window dimension ", s,
-                                    " has size ", w.size,
-                                    " but the kernel's spatial size is ",
-                                    plan.kernel_spatial[s]));
+      return Malformed(absl::StrCat(
+          "convolution window dimension ", s, " has size ", w.size,
+          " but the kernel's spatial size is ", plan.kernel_spatial[s]));
     }
     const int64_t out = WindowOutputSize(plan.in_spatial[s], w);
     plan.out_spatial.push_back(out);
@@ -430,20 +419,22 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
     result_dims[out_roles[i]] = canonical_out[i];
   }
   const xla::PrimitiveType rt = result_shape.element_type();
-  if (absl::Status s = ExpectResultShape(instruction, Shape::Array(rt, result_dims));
+  if (absl::Status s =
+          ExpectResultShape(instruction, Shape::Array(rt, result_dims));
       !s.ok()) {
     return s;
   }
   for (const Shape* operand : {&lhs, &rhs}) {
     const xla::PrimitiveType t = operand->element_type();
     if (IsComplex(t) && !IsComplex(rt)) {
-      return Malformed("convolution of complex operands needs a complex result");
+      return Malformed(
+          "convolution of complex operands needs a complex result");
     }
     if (IsFloatingPoint(t) && !IsFloatingPoint(rt) && !IsComplex(rt)) {
-      return Malformed(absl::StrCat(
-          "convolution of ", PrimitiveTypeName(t),
-          " operands cannot produce an integer result (",
-          PrimitiveTypeName(rt), ")"));
+      return Malformed(
+          absl::StrCat("convolution of ", PrimitiveTypeName(t),
+                       " operands cannot produce an integer result (",
+                       PrimitiveTypeName(rt), ")"));
     }
   }
   plan.result = result_shape;
@@ -464,16 +455,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
                       w.padding_high == 0 && w.base_dilation == 1;
   }
   plan.direct = trivial_window;
-  if (compiler.options().tpu_numerics && lhs.element_type() == xla::F32 &&
-      rhs.element_type() == xla::F32 && rt == xla::F32) {
-    int precision = 0;
-    for (int p : instruction.proto().precision_config().operand_precision()) {
-      precision = std::max(precision, p);
-    }
-    plan.tpu_passes = precision == xla::PrecisionConfig::DEFAULT ? 1
-                      : precision == xla::PrecisionConfig::HIGH  ? 3
-                                                                 : 0;
-  }
+  plan.tpu_passes =
+      TpuPrecisionPasses(compiler.options().tpu_numerics, instruction,
+                         lhs.element_type(), rhs.element_type(), rt);
   return DispatchType(
       rt,
       [&](auto tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {

@@ -76,17 +76,7 @@ std::unique_ptr<Kernel> MakeDotKernel(const DotPlan& plan) {
                          plan.lhs_transposed, b, plan.rhs_transposed, out,
                          accumulate);
         };
-        using R8 = OperandRounding;
-        if (plan.tpu_passes == 0) {
-          gemm(R8::kNone, R8::kNone, false);
-        } else if (plan.tpu_passes == 1) {
-          gemm(R8::kBf16, R8::kBf16, false);
-        } else {
-          // bf16x3: hi*hi + hi*lo + lo*hi, each product exact in f32.
-          gemm(R8::kBf16High, R8::kBf16, false);
-          gemm(R8::kBf16, R8::kBf16High, true);
-          gemm(R8::kBf16, R8::kBf16, true);
-        }
+        RunPrecisionPasses(plan.tpu_passes, gemm);
         if constexpr (!std::is_same_v<C, R>) {
           UnaryLoop(device, out,
                     static_cast<R*>(const_cast<void*>(result.untyped_data())),
@@ -216,16 +206,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileDot(
     plan.rhs_perm = Concat({rb, rf, rc});
     plan.rhs_transposed = true;
   }
-  if (compiler.options().tpu_numerics && lhs.element_type() == xla::F32 &&
-      rhs.element_type() == xla::F32 && rt == xla::F32) {
-    int precision = 0;
-    for (int p : instruction.proto().precision_config().operand_precision()) {
-      precision = std::max(precision, p);
-    }
-    plan.tpu_passes = precision == xla::PrecisionConfig::DEFAULT ? 1
-                      : precision == xla::PrecisionConfig::HIGH  ? 3
-                                                                 : 0;
-  }
+  plan.tpu_passes =
+      TpuPrecisionPasses(compiler.options().tpu_numerics, instruction,
+                         lhs.element_type(), rhs.element_type(), rt);
   return DispatchType(
       rt,
       [&](auto tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {

@@ -6,86 +6,11 @@
 
 #include "emulator/interpreter/elementwise_common.h"
 #include "emulator/interpreter/plan.h"
+#include "emulator/interpreter/reducer.h"
 
 namespace tpu {
 namespace interpreter {
 namespace {
-
-enum class Red { kAdd, kMul, kMax, kMin, kAnd, kOr, kOther };
-
-// Recognizes computations of the form ROOT = op(p0, p1) (either order).
-Red MatchReducer(const HloComputation& computation) {
-  const HloInstruction* root = computation.root();
-  if (computation.num_parameters() != 2 || root->operand_count() != 2) {
-    return Red::kOther;
-  }
-  const HloInstruction* a = root->operand(0);
-  const HloInstruction* b = root->operand(1);
-  if (a->opcode() != "parameter" || b->opcode() != "parameter" || a == b) {
-    return Red::kOther;
-  }
-  if (!root->shape().IsArray() || root->shape().rank() != 0) return Red::kOther;
-  const std::string& op = root->opcode();
-  if (op == "add") return Red::kAdd;
-  if (op == "multiply") return Red::kMul;
-  if (op == "maximum") return Red::kMax;
-  if (op == "minimum") return Red::kMin;
-  if (op == "and") return Red::kAnd;
-  if (op == "or") return Red::kOr;
-  return Red::kOther;
-}
-
-template <Red kOp, typename C>
-C Combine(C a, C b) {
-  if constexpr (std::is_same_v<C, bool>) {
-    if (kOp == Red::kAnd || kOp == Red::kMin || kOp == Red::kMul) return a && b;
-    return a || b;
-  } else if constexpr (kIsComplex<C>) {
-    return kOp == Red::kMul ? a * b : a + b;
-  } else if constexpr (kIsInteger<C>) {
-    using U = UnsignedOf<C>;
-    switch (kOp) {
-      case Red::kAdd:
-        return static_cast<C>(
-            static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-      case Red::kMul:
-        return static_cast<C>(
-            static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-      case Red::kMax:
-        return a > b ? a : b;
-      case Red::kMin:
-        return a < b ? a : b;
-      case Red::kAnd:
-        return a & b;
-      default:
-        return a | b;
-    }
-  } else {
-    switch (kOp) {
-      case Red::kAdd:
-        return a + b;
-      case Red::kMul:
-        return a * b;
-      case Red::kMax:
-        return (a > b || a != a) ? a : b;
-      default:
-        return (a < b || a != a) ? a : b;
-    }
-  }
-}
-
-template <Red kOp, typename T>
-constexpr bool Supported() {
-  if constexpr (std::is_same_v<T, bool>) {
-    return kOp != Red::kAdd;  // or/and/max/min/mul on pred
-  } else if constexpr (kIsComplex<T>) {
-    return kOp == Red::kAdd || kOp == Red::kMul;
-  } else if constexpr (kIsFloat<T>) {
-    return kOp != Red::kAnd && kOp != Red::kOr;
-  } else {
-    return true;
-  }
-}
 
 // Folds x[0..r) into acc.
 template <Red kOp, typename T, typename C>

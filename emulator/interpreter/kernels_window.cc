@@ -19,92 +19,12 @@
 
 #include "emulator/interpreter/elementwise_common.h"
 #include "emulator/interpreter/plan.h"
+#include "emulator/interpreter/reducer.h"
 #include "emulator/interpreter/window_util.h"
 
 namespace tpu {
 namespace interpreter {
 namespace {
-
-enum class Red { kAdd, kMul, kMax, kMin, kAnd, kOr, kOther };
-
-// Recognizes ROOT = op(p0, p1) (either order) on scalars.
-Red MatchBinary(const HloComputation& computation) {
-  const HloInstruction* root = computation.root();
-  if (computation.num_parameters() != 2 || root->operand_count() != 2) {
-    return Red::kOther;
-  }
-  const HloInstruction* a = root->operand(0);
-  const HloInstruction* b = root->operand(1);
-  if (a->opcode() != "parameter" || b->opcode() != "parameter" || a == b) {
-    return Red::kOther;
-  }
-  if (!root->shape().IsArray() || root->shape().rank() != 0) return Red::kOther;
-  const std::string& op = root->opcode();
-  if (op == "add") return Red::kAdd;
-  if (op == "multiply") return Red::kMul;
-  if (op == "maximum") return Red::kMax;
-  if (op == "minimum") return Red::kMin;
-  if (op == "and") return Red::kAnd;
-  if (op == "or") return Red::kOr;
-  return Red::kOther;
-}
-
-template <typename T>
-using AccType = std::conditional_t<std::is_same_v<T, bf16> ||
-                                       std::is_same_v<T, f16>,
-                                   float, T>;
-
-template <Red kOp, typename C>
-C Combine(C a, C b) {
-  if constexpr (std::is_same_v<C, bool>) {
-    if (kOp == Red::kAnd || kOp == Red::kMin || kOp == Red::kMul) return a && b;
-    return a || b;
-  } else if constexpr (kIsComplex<C>) {
-    return kOp == Red::kMul ? a * b : a + b;
-  } else if constexpr (kIsInteger<C>) {
-    using U = std::make_unsigned_t<C>;
-    switch (kOp) {
-      case Red::kAdd:
-        return static_cast<C>(static_cast<U>(static_cast<U>(a) +
-                                             static_cast<U>(b)));
-      case Red::kMul:
-        return static_cast<C>(static_cast<U>(static_cast<U>(a) *
-                                             static_cast<U>(b)));
-      case Red::kMax:
-        return a > b ? a : b;
-      case Red::kMin:
-        return a < b ? a : b;
-      case Red::kAnd:
-        return a & b;
-      default:
-        return a | b;
-    }
-  } else {
-    switch (kOp) {
-      case Red::kAdd:
-        return a + b;
-      case Red::kMul:
-        return a * b;
-      case Red::kMax:
-        return (a > b || a != a) ? a : b;
-      default:
-        return (a < b || a != a) ? a : b;
-    }
-  }
-}
-
-template <Red kOp, typename T>
-constexpr bool Supported() {
-  if constexpr (std::is_same_v<T, bool>) {
-    return kOp != Red::kAdd;
-  } else if constexpr (kIsComplex<T>) {
-    return kOp == Red::kAdd || kOp == Red::kMul;
-  } else if constexpr (kIsFloat<T>) {
-    return kOp != Red::kAnd && kOp != Red::kOr;
-  } else {
-    return true;
-  }
-}
 
 // The window geometry of one windowed operation over an input shape.
 struct WindowGeometry {
@@ -171,33 +91,34 @@ template <Red kOp, typename T>
 std::unique_ptr<Kernel> MakeFastReduceWindow(WindowGeometry geometry,
                                              Shape result) {
   using C = AccType<T>;
-  return MakeKernel([geometry = std::move(geometry), result](
-                        KernelContext& context,
-                        absl::Span<const Operand> operands)
-                        -> absl::StatusOr<Literal> {
-    const T* x = operands[0].value->data<T>().data();
-    const C init = static_cast<C>(operands[1].value->data<T>()[0]);
-    Literal out = Literal::Uninitialized(result);
-    T* dst = static_cast<T*>(out.mutable_untyped_data());
-    const int64_t rank = static_cast<int64_t>(geometry.in_dims.size());
-    ParallelFor(context.device(), geometry.out_count,
-                3.0 * geometry.tap_count + 10,
-                [&](int64_t begin, int64_t end) {
-                  std::vector<int64_t> pos(rank), tap(rank);
-                  for (int64_t o = begin; o < end; ++o) {
-                    C acc = init;
-                    geometry.ForEachTap(o, pos, tap, [&](int64_t offset) {
-                      acc = Combine<kOp, C>(acc, static_cast<C>(x[offset]));
+  return MakeKernel(
+      [geometry = std::move(geometry), result](
+          KernelContext& context,
+          absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        const T* x = operands[0].value->data<T>().data();
+        const C init = static_cast<C>(operands[1].value->data<T>()[0]);
+        Literal out = Literal::Uninitialized(result);
+        T* dst = static_cast<T*>(out.mutable_untyped_data());
+        const int64_t rank = static_cast<int64_t>(geometry.in_dims.size());
+        ParallelFor(context.device(), geometry.out_count,
+                    3.0 * geometry.tap_count + 10,
+                    [&](int64_t begin, int64_t end) {
+                      std::vector<int64_t> pos(rank), tap(rank);
+                      for (int64_t o = begin; o < end; ++o) {
+                        C acc = init;
+                        geometry.ForEachTap(o, pos, tap, [&](int64_t offset) {
+                          acc = Combine<kOp, C>(acc, static_cast<C>(x[offset]));
+                        });
+                        dst[o] = static_cast<T>(acc);
+                      }
                     });
-                    dst[o] = static_cast<T>(acc);
-                  }
-                });
-    return out;
-  });
+        return out;
+      });
 }
 
 Literal ScalarAt(const Literal& array, int64_t offset, int64_t width) {
-  Literal v = Literal::Uninitialized(Shape::Scalar(array.shape().element_type()));
+  Literal v =
+      Literal::Uninitialized(Shape::Scalar(array.shape().element_type()));
   std::memcpy(v.mutable_untyped_data(),
               static_cast<const char*>(array.untyped_data()) + offset * width,
               width);
@@ -207,61 +128,62 @@ Literal ScalarAt(const Literal& array, int64_t offset, int64_t width) {
 std::unique_ptr<Kernel> MakeGenericReduceWindow(
     const CompiledComputation* reducer, WindowGeometry geometry,
     std::vector<xla::PrimitiveType> types, Shape result) {
-  return MakeKernel([=](KernelContext& context,
-                        absl::Span<const Operand> operands)
-                        -> absl::StatusOr<Literal> {
-    const int64_t n = types.size();
-    const int64_t rank = static_cast<int64_t>(geometry.in_dims.size());
-    std::vector<int64_t> widths;
-    std::vector<Literal> outputs;
-    for (int64_t i = 0; i < n; ++i) {
-      widths.push_back(ByteWidth(types[i]));
-      outputs.push_back(
-          Literal::Uninitialized(Shape::Array(types[i], geometry.out_dims)));
-    }
-    std::vector<int64_t> pos(rank), tap(rank);
-    absl::Status status;
-    for (int64_t o = 0; o < geometry.out_count; ++o) {
-      if (absl::Status s = context.CheckCancelled(); !s.ok()) return s;
-      std::vector<Literal> acc;
-      for (int64_t i = 0; i < n; ++i) acc.push_back(*operands[n + i].value);
-      geometry.ForEachTap(o, pos, tap, [&](int64_t offset) {
-        if (!status.ok()) return;
-        std::vector<Literal> args = acc;
+  return MakeKernel(
+      [=](KernelContext& context,
+          absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        const int64_t n = types.size();
+        const int64_t rank = static_cast<int64_t>(geometry.in_dims.size());
+        std::vector<int64_t> widths;
+        std::vector<Literal> outputs;
         for (int64_t i = 0; i < n; ++i) {
-          args.push_back(ScalarAt(*operands[i].value, offset, widths[i]));
+          widths.push_back(ByteWidth(types[i]));
+          outputs.push_back(Literal::Uninitialized(
+              Shape::Array(types[i], geometry.out_dims)));
         }
-        absl::StatusOr<Literal> next = context.Call(*reducer, std::move(args));
-        if (!next.ok()) {
-          status = next.status();
-          return;
+        std::vector<int64_t> pos(rank), tap(rank);
+        absl::Status status;
+        for (int64_t o = 0; o < geometry.out_count; ++o) {
+          if (absl::Status s = context.CheckCancelled(); !s.ok()) return s;
+          std::vector<Literal> acc;
+          for (int64_t i = 0; i < n; ++i) acc.push_back(*operands[n + i].value);
+          geometry.ForEachTap(o, pos, tap, [&](int64_t offset) {
+            if (!status.ok()) return;
+            std::vector<Literal> args = acc;
+            for (int64_t i = 0; i < n; ++i) {
+              args.push_back(ScalarAt(*operands[i].value, offset, widths[i]));
+            }
+            absl::StatusOr<Literal> next =
+                context.Call(*reducer, std::move(args));
+            if (!next.ok()) {
+              status = next.status();
+              return;
+            }
+            if (n == 1) {
+              acc[0] = *std::move(next);
+            } else {
+              acc = std::move(*next).DecomposeTuple();
+            }
+          });
+          if (!status.ok()) return status;
+          for (int64_t i = 0; i < n; ++i) {
+            std::memcpy(static_cast<char*>(outputs[i].mutable_untyped_data()) +
+                            o * widths[i],
+                        acc[i].untyped_data(), widths[i]);
+          }
         }
-        if (n == 1) {
-          acc[0] = *std::move(next);
-        } else {
-          acc = std::move(*next).DecomposeTuple();
-        }
+        if (n == 1) return std::move(outputs[0]);
+        return Literal::Tuple(std::move(outputs));
       });
-      if (!status.ok()) return status;
-      for (int64_t i = 0; i < n; ++i) {
-        std::memcpy(
-            static_cast<char*>(outputs[i].mutable_untyped_data()) +
-                o * widths[i],
-            acc[i].untyped_data(), widths[i]);
-      }
-    }
-    if (n == 1) return std::move(outputs[0]);
-    return Literal::Tuple(std::move(outputs));
-  });
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> CompileReduceWindow(
     const HloInstruction& instruction, KernelCompiler& compiler) {
   const int64_t total = instruction.operand_count();
   if (total < 2 || total % 2 != 0) {
-    return Malformed(absl::StrCat("reduce-window needs N inputs and N init "
-                                  "values, got ",
-                                  total, " operands"));
+    return Malformed(
+        absl::StrCat("reduce-window needs N inputs and N init "
+                     "values, got ",
+                     total, " operands"));
   }
   if (instruction.called_computations().size() != 1) {
     return Malformed("reduce-window calls exactly one computation");
@@ -280,10 +202,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileReduceWindow(
     }
     const Shape& init = instruction.operand(n + i)->shape();
     if (init != Shape::Scalar(s.element_type())) {
-      return Malformed(absl::StrCat(
-          "reduce-window init value ", i, " must be ",
-          Shape::Scalar(s.element_type()).ToString(), ", got ",
-          init.ToString()));
+      return Malformed(absl::StrCat("reduce-window init value ", i, " must be ",
+                                    Shape::Scalar(s.element_type()).ToString(),
+                                    ", got ", init.ToString()));
     }
     scalars.push_back(init);
     types.push_back(s.element_type());
@@ -303,12 +224,13 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileReduceWindow(
   std::vector<Shape> params = scalars;
   params.insert(params.end(), scalars.begin(), scalars.end());
   if (reducer.ParameterShapes() != params ||
-      reducer.root()->shape() != (n == 1 ? scalars[0] : Shape::Tuple(scalars))) {
-    return Malformed(absl::StrCat("reduce-window computation ",
-                                  reducer.name(), " must take ", 2 * n,
+      reducer.root()->shape() !=
+          (n == 1 ? scalars[0] : Shape::Tuple(scalars))) {
+    return Malformed(absl::StrCat("reduce-window computation ", reducer.name(),
+                                  " must take ", 2 * n,
                                   " scalars and return the accumulator type"));
   }
-  const Red kind = n == 1 ? MatchBinary(reducer) : Red::kOther;
+  const Red kind = n == 1 ? MatchReducer(reducer) : Red::kOther;
   if (kind != Red::kOther) {
     const xla::PrimitiveType type = types[0];
     auto build = [&](auto op_tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
@@ -318,8 +240,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileReduceWindow(
           [&](auto tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
             using T = typename decltype(tag)::type;
             if constexpr (Supported<kOp, T>()) {
-              return MakeFastReduceWindow<kOp, T>(*std::move(geometry),
-                                                  result);
+              return MakeFastReduceWindow<kOp, T>(*std::move(geometry), result);
             } else {
               return UnsupportedType(instruction, type);
             }
@@ -398,38 +319,39 @@ template <Sel kSel, typename T>
 std::unique_ptr<Kernel> MakeFastSelectAndScatter(WindowGeometry geometry,
                                                  Shape result) {
   using C = AccType<T>;
-  return MakeKernel([geometry = std::move(geometry), result](
-                        KernelContext& context,
-                        absl::Span<const Operand> operands)
-                        -> absl::StatusOr<Literal> {
-    const T* x = operands[0].value->data<T>().data();
-    const T* source = operands[1].value->data<T>().data();
-    const C init = static_cast<C>(operands[2].value->data<T>()[0]);
-    const int64_t count = result.element_count();
-    // Accumulate in C so 16-bit floats round once per output element.
-    std::vector<C> acc(count, init);
-    const int64_t rank = static_cast<int64_t>(geometry.in_dims.size());
-    std::vector<int64_t> pos(rank), tap(rank);
-    for (int64_t o = 0; o < geometry.out_count; ++o) {
-      int64_t best = -1;
-      C best_value = C(0);
-      geometry.ForEachTap(o, pos, tap, [&](int64_t offset) {
-        const C v = static_cast<C>(x[offset]);
-        if (best < 0 || !Selects<kSel, C>(best_value, v)) {
-          best = offset;
-          best_value = v;
+  return MakeKernel(
+      [geometry = std::move(geometry), result](
+          KernelContext& context,
+          absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        const T* x = operands[0].value->data<T>().data();
+        const T* source = operands[1].value->data<T>().data();
+        const C init = static_cast<C>(operands[2].value->data<T>()[0]);
+        const int64_t count = result.element_count();
+        // Accumulate in C so 16-bit floats round once per output element.
+        std::vector<C> acc(count, init);
+        const int64_t rank = static_cast<int64_t>(geometry.in_dims.size());
+        std::vector<int64_t> pos(rank), tap(rank);
+        for (int64_t o = 0; o < geometry.out_count; ++o) {
+          int64_t best = -1;
+          C best_value = C(0);
+          geometry.ForEachTap(o, pos, tap, [&](int64_t offset) {
+            const C v = static_cast<C>(x[offset]);
+            if (best < 0 || !Selects<kSel, C>(best_value, v)) {
+              best = offset;
+              best_value = v;
+            }
+          });
+          if (best >= 0) {
+            acc[best] =
+                Combine<Red::kAdd, C>(acc[best], static_cast<C>(source[o]));
+          }
         }
+        Literal out = Literal::Uninitialized(result);
+        T* dst = static_cast<T*>(out.mutable_untyped_data());
+        UnaryLoop(context.device(), acc.data(), dst, count, 1,
+                  [](const C& v) { return static_cast<T>(v); });
+        return out;
       });
-      if (best >= 0) {
-        acc[best] = Combine<Red::kAdd, C>(acc[best], static_cast<C>(source[o]));
-      }
-    }
-    Literal out = Literal::Uninitialized(result);
-    T* dst = static_cast<T*>(out.mutable_untyped_data());
-    UnaryLoop(context.device(), acc.data(), dst, count, 1,
-              [](const C& v) { return static_cast<T>(v); });
-    return out;
-  });
 }
 
 std::unique_ptr<Kernel> MakeGenericSelectAndScatter(
@@ -505,8 +427,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileSelectAndScatter(
                                   scalar.ToString(), ", got ",
                                   init.ToString()));
   }
-  absl::StatusOr<WindowGeometry> geometry = MakeGeometry(
-      instruction.proto().window(), operand, "select-and-scatter");
+  absl::StatusOr<WindowGeometry> geometry =
+      MakeGeometry(instruction.proto().window(), operand, "select-and-scatter");
   if (!geometry.ok()) return geometry.status();
   if (source != Shape::Array(type, geometry->out_dims)) {
     return Malformed(absl::StrCat(
@@ -527,13 +449,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileSelectAndScatter(
   }
   if (scatter.ParameterShapes() != std::vector<Shape>{scalar, scalar} ||
       scatter.root()->shape() != scalar) {
-    return Malformed(absl::StrCat("select-and-scatter scatter computation ",
-                                  scatter.name(), " must map two ",
-                                  scalar.ToString(), " to ",
-                                  scalar.ToString()));
+    return Malformed(absl::StrCat(
+        "select-and-scatter scatter computation ", scatter.name(),
+        " must map two ", scalar.ToString(), " to ", scalar.ToString()));
   }
   const Sel sel = MatchSelect(select);
-  if (sel != Sel::kOther && MatchBinary(scatter) == Red::kAdd &&
+  if (sel != Sel::kOther && MatchReducer(scatter) == Red::kAdd &&
       !IsComplex(type) && type != xla::PRED) {
     auto build = [&](auto sel_tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
       constexpr Sel kSel = decltype(sel_tag)::value;

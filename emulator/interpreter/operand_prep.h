@@ -4,6 +4,7 @@
 // Bringing dot/convolution operands into the compute type and layout a GEMM
 // wants, including the TPU's bf16 operand rounding.
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,44 @@ enum class OperandRounding {
   kBf16,      // round to bf16 (TPU DEFAULT precision)
   kBf16High,  // the low bf16 part (x - bf16(x)) rounded to bf16
 };
+
+// How many products an f32 dot or convolution takes: 0 for an exact f32
+// product (tpu_numerics off, HIGHEST precision, or other types), 1 for the
+// TPU's DEFAULT (operands rounded to bf16, f32 accumulation), 3 for HIGH
+// (bf16x3: hi*hi + hi*lo + lo*hi). The highest operand precision decides.
+inline int TpuPrecisionPasses(bool tpu_numerics,
+                              const HloInstruction& instruction,
+                              xla::PrimitiveType lhs, xla::PrimitiveType rhs,
+                              xla::PrimitiveType result) {
+  if (!tpu_numerics || lhs != xla::F32 || rhs != xla::F32 ||
+      result != xla::F32) {
+    return 0;
+  }
+  int precision = xla::PrecisionConfig::DEFAULT;
+  for (int p : instruction.proto().precision_config().operand_precision()) {
+    precision = std::max(precision, p);
+  }
+  if (precision == xla::PrecisionConfig::DEFAULT) return 1;
+  if (precision == xla::PrecisionConfig::HIGH) return 3;
+  return 0;
+}
+
+// Calls pass(lhs_rounding, rhs_rounding, accumulate) once per product of
+// TpuPrecisionPasses; each later pass accumulates into the first's output.
+template <typename Pass>
+void RunPrecisionPasses(int passes, Pass&& pass) {
+  using R = OperandRounding;
+  if (passes == 0) {
+    pass(R::kNone, R::kNone, false);
+  } else if (passes == 1) {
+    pass(R::kBf16, R::kBf16, false);
+  } else {
+    // Each of the three products is exact in f32.
+    pass(R::kBf16High, R::kBf16, false);
+    pass(R::kBf16, R::kBf16High, true);
+    pass(R::kBf16, R::kBf16, true);
+  }
+}
 
 // The compute type for a result type: f16/bf16 and f32 -> float, f64 ->
 // double, complex as is, integers -> int32/int64 (wrapping, then truncated).

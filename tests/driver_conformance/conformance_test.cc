@@ -540,7 +540,7 @@ TEST_P(DriverConformanceTest, ConcurrentClientsOfOneDriver) {
         for (int k = 0; k < 32; ++k) expected[k] = x[k] + y[k];
         if (ok && SameBits(back, expected)) ++good;
       }
-      Wait(driver_->UnloadProgram(std::move(loaded), {}));
+      EXPECT_TRUE(Wait(driver_->UnloadProgram(std::move(loaded), {})).ok());
     });
   }
   for (auto& thread : threads) thread.join();
