@@ -32,15 +32,23 @@ struct OpContext {
   void Respond(const absl::Status& status) const {
     sink->RespondStatus(wire_id, status);
   }
-  // Responds and completes the operation.
+  // Responds and completes the operation. The response is held back until
+  // the dependents have been started, so a client that sees this operation
+  // done knows that everything waiting only on it is already queued (a core
+  // then runs programs in an order the client can reason about). Responses
+  // of dependents that finish inline ride in the same batch, after this one.
   void Finish(const absl::Status& status) const {
+    sink->Hold();
     Respond(status);
     session->scheduler().Complete(op, status);
+    sink->Release();
   }
   void Finish(std::unique_ptr<tpu_driver::StreamResponse::Entry> entry,
               const absl::Status& status) const {
+    sink->Hold();
     sink->Respond(std::move(entry));
     session->scheduler().Complete(op, status);
+    sink->Release();
   }
 };
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -264,6 +265,56 @@ TEST_F(TpuRunTest, DumpHloPrintsTheModule) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(absl::StartsWith(result.out, "HloModule twice_x_plus_one"))
       << result.out;
+}
+
+// The real TensorFlow modules of ../shared/hlo_corpus, as dumped (HLO text
+// with elided constants), through tpu_emulator: every output has the shape
+// the ENTRY signature declares, holds no NaN and is not all zero, and a second
+// run gives the same bytes. (Elided weights are synthetic, so ssd_mobilenet's
+// box decoding may overflow exp() to inf, as it would on any IEEE device.)
+TEST_F(TpuRunTest, CorpusModulesRunAsDumped) {
+  struct Case {
+    std::string file;
+    std::vector<std::vector<int64_t>> output_shapes;
+  };
+  const std::vector<Case> cases = {
+      {"graphsage_tf.hlo", {{1, 121}}},
+      {"ssd_mobilenet_tf.hlo", {{1, 1917, 1, 4}, {1, 1917, 90}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    std::vector<std::string> first_run;
+    for (int run = 0; run < 2; ++run) {
+      fs::remove_all(dir_ + "/out");
+      CommandResult result = Run(
+          {TargetFlag(),
+           absl::StrCat("--module=", Runfile("hlo/text/testdata/" + c.file)),
+           "--random_inputs", OutputsFlag()});
+      ASSERT_EQ(result.exit_code, 0) << result.err;
+      for (size_t j = 0; j < c.output_shapes.size(); ++j) {
+        const std::string bytes = OutputBytes(0, static_cast<int>(j));
+        if (run == 1) {
+          EXPECT_TRUE(bytes == first_run[j]) << "out_" << j;
+          continue;
+        }
+        first_run.push_back(bytes);
+        absl::StatusOr<NpyArray> out =
+            ReadNpyFile(absl::StrCat(dir_, "/out/replica_0/out_", j, ".npy"));
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_EQ(out->shape, c.output_shapes[j]) << "out_" << j;
+        ASSERT_EQ(out->dtype.kind, 'f');
+        ASSERT_EQ(out->dtype.item_size, 4);
+        std::vector<float> values(out->element_count());
+        std::memcpy(values.data(), out->data.data(), out->data.size());
+        EXPECT_TRUE(std::none_of(values.begin(), values.end(),
+                                 [](float v) { return std::isnan(v); }))
+            << "out_" << j;
+        EXPECT_TRUE(std::any_of(values.begin(), values.end(),
+                                [](float v) { return v != 0; }))
+            << "out_" << j;
+      }
+    }
+  }
 }
 
 TEST_F(TpuRunTest, InputErrorsAreOneLineAndNonZero) {
