@@ -5,6 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 
 namespace tpu {
 
@@ -17,20 +22,72 @@ namespace {
 constexpr size_t kHugePageThreshold = size_t{4} << 20;
 constexpr size_t kHugePageSize = size_t{2} << 20;
 
+// Freed large blocks kept for reuse, by exact size. A program run allocates
+// the same intermediates every step; a fresh block costs the kernel's zeroing
+// of every page on first touch (a 64 MiB result: ~5 ms, more than the
+// elementwise kernel that fills it), a recycled one costs nothing. Bounded,
+// so an idle emulator holds at most kCapacity of memory it does not use.
+class LargeBlockCache {
+ public:
+  static constexpr size_t kCapacity = size_t{512} << 20;
+
+  static LargeBlockCache& Get() {
+    static LargeBlockCache* cache = new LargeBlockCache();
+    return *cache;
+  }
+
+  void* Take(size_t size) {
+    absl::MutexLock lock(&mu_);
+    auto it = blocks_.find(size);
+    if (it == blocks_.end() || it->second.empty()) return nullptr;
+    void* block = it->second.back();
+    it->second.pop_back();
+    cached_bytes_ -= size;
+    return block;
+  }
+
+  // Keeps `block` if there is room; false means the caller frees it.
+  bool Put(void* block, size_t size) {
+    absl::MutexLock lock(&mu_);
+    if (cached_bytes_ + size > kCapacity) return false;
+    blocks_[size].push_back(block);
+    cached_bytes_ += size;
+    return true;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<size_t, std::vector<void*>> blocks_ ABSL_GUARDED_BY(mu_);
+  size_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+size_t BlockSize(int64_t size) {
+  const size_t requested = static_cast<size_t>(size < 0 ? 0 : size);
+  const size_t alignment = requested >= kHugePageThreshold
+                               ? kHugePageSize
+                               : AlignedBuffer::kAlignment;
+  // aligned_alloc needs a multiple of the alignment, and a zero-byte request
+  // must still give a distinct, freeable pointer.
+  const size_t rounded = (requested + alignment - 1) / alignment * alignment;
+  return rounded == 0 ? alignment : rounded;
+}
+
+bool IsLarge(size_t block_size) { return block_size >= kHugePageThreshold; }
+
 }  // namespace
 
 std::shared_ptr<AlignedBuffer> AlignedBuffer::Allocate(int64_t size) {
-  // aligned_alloc needs a size that is a multiple of the alignment, and a
-  // zero-byte request must still give a distinct, freeable pointer.
-  const size_t requested = static_cast<size_t>(size < 0 ? 0 : size);
-  const size_t alignment =
-      requested >= kHugePageThreshold ? kHugePageSize : kAlignment;
-  size_t rounded = (requested + alignment - 1) / alignment * alignment;
-  if (rounded == 0) rounded = alignment;
-  void* data = std::aligned_alloc(alignment, rounded);
-  if (data != nullptr && alignment == kHugePageSize) {
-    // Advisory: without THP support the buffer simply uses small pages.
-    (void)madvise(data, rounded, MADV_HUGEPAGE);
+  const size_t block_size = BlockSize(size);
+  void* data = nullptr;
+  if (IsLarge(block_size)) {
+    data = LargeBlockCache::Get().Take(block_size);
+    if (data == nullptr) {
+      data = std::aligned_alloc(kHugePageSize, block_size);
+      // Advisory: without THP support the buffer simply uses small pages.
+      if (data != nullptr) (void)madvise(data, block_size, MADV_HUGEPAGE);
+    }
+  } else {
+    data = std::aligned_alloc(kAlignment, block_size);
   }
   if (data == nullptr) {
     std::fprintf(stderr, "AlignedBuffer: out of memory allocating %lld bytes\n",
@@ -46,6 +103,12 @@ std::shared_ptr<AlignedBuffer> AlignedBuffer::AllocateZeroed(int64_t size) {
   return buffer;
 }
 
-AlignedBuffer::~AlignedBuffer() { std::free(data_); }
+AlignedBuffer::~AlignedBuffer() {
+  const size_t block_size = BlockSize(size_);
+  if (IsLarge(block_size) && LargeBlockCache::Get().Put(data_, block_size)) {
+    return;
+  }
+  std::free(data_);
+}
 
 }  // namespace tpu

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "emulator/interpreter/executable.h"
 #include "emulator/interpreter/test_util.h"
@@ -39,6 +40,23 @@ inline double BestSeconds(const std::function<void()>& fn, int reps = 5) {
     best = std::min(best, d.count());
   }
   return best;
+}
+
+// Best-of-`reps` seconds of `fn` and of `baseline`, measured alternately so
+// that both see the same machine: on a shared host memory bandwidth drifts by
+// 2x within seconds, and a baseline measured once, earlier, makes the ratio
+// meaningless.
+inline std::pair<double, double> BestSecondsInterleaved(
+    const std::function<void()>& fn, const std::function<void()>& baseline,
+    int reps = 10) {
+  fn();
+  baseline();
+  double best_fn = 1e30, best_baseline = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    best_fn = std::min(best_fn, BestSeconds(fn, 1));
+    best_baseline = std::min(best_baseline, BestSeconds(baseline, 1));
+  }
+  return {best_fn, best_baseline};
 }
 
 inline std::unique_ptr<Executable> MustCompile(

@@ -1,6 +1,11 @@
 #include "emulator/interpreter/fusion.h"
 
+#include <immintrin.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -92,7 +97,10 @@ struct LeafAccess {
   std::vector<int64_t> strides;
 };
 
-constexpr int64_t kTile = 2048;
+// Elements per tile. Every node of a tile writes a scratch tile, and all of
+// them plus the input tiles must stay in L1: measured here (2-core AMD EPYC),
+// 4 KiB tiles run (a*b+c) at 0.7 of memcpy bandwidth, 8 KiB ones at 0.45.
+constexpr int64_t kTile = 1024;
 
 void Apply(Op op, const float* a, const float* b, float* out, int64_t n) {
   switch (op) {
@@ -150,6 +158,29 @@ void Apply(Op op, const float* a, const float* b, float* out, int64_t n) {
     default:
       return;
   }
+}
+
+// The root tile goes to memory with non-temporal stores: the result is far
+// larger than the caches and is not read again soon, and plain stores would
+// first read every destination line (a third more memory traffic).
+void StreamOut(const float* tile, float* dst, int64_t len) {
+#if defined(__AVX512F__)
+  if (reinterpret_cast<uintptr_t>(dst) % 64 == 0) {
+    int64_t i = 0;
+    for (; i + 16 <= len; i += 16) {
+      _mm512_stream_ps(dst + i, _mm512_loadu_ps(tile + i));
+    }
+    std::memcpy(dst + i, tile + i, (len - i) * sizeof(float));
+    return;
+  }
+#endif
+  std::memcpy(dst, tile, len * sizeof(float));
+}
+
+void StreamFence() {
+#if defined(__AVX512F__)
+  _mm_sfence();
+#endif
 }
 
 class FusedKernel : public Kernel {
@@ -210,18 +241,36 @@ class FusedKernel : public Kernel {
               }
               const float* src = inputs[l];
               const int64_t last = dims.size() - 1;
-              for (int64_t i = 0; i < len; ++i) {
-                buf[i] = src[offset];
-                offset += s[last];
-                if (++index[last] == dims[last]) {
-                  offset -= s[last] * dims[last];
-                  index[last] = 0;
-                  for (int64_t d = last - 1; d >= 0; --d) {
-                    offset += s[d];
-                    if (++index[d] < dims[d]) break;
-                    offset -= s[d] * dims[d];
-                    index[d] = 0;
+              // A tile inside one contiguous row of the leaf is read in
+              // place (the common broadcast of a vector along rows).
+              if (s[last] == 1 && index[last] + len <= dims[last]) {
+                leaf_tile[l] = src + offset;
+                continue;
+              }
+              // Otherwise row by row: a run of the innermost dimension is a
+              // copy (stride 1), a fill (stride 0) or a strided gather.
+              for (int64_t i = 0; i < len;) {
+                const int64_t run = std::min(len - i, dims[last] - index[last]);
+                if (s[last] == 1) {
+                  std::memcpy(buf + i, src + offset, run * sizeof(float));
+                } else if (s[last] == 0) {
+                  std::fill(buf + i, buf + i + run, src[offset]);
+                } else {
+                  for (int64_t r = 0; r < run; ++r) {
+                    buf[i + r] = src[offset + r * s[last]];
                   }
+                }
+                i += run;
+                offset += run * s[last];
+                index[last] += run;
+                if (index[last] < dims[last]) continue;
+                offset -= s[last] * dims[last];
+                index[last] = 0;
+                for (int64_t d = last - 1; d >= 0; --d) {
+                  offset += s[d];
+                  if (++index[d] < dims[d]) break;
+                  offset -= s[d] * dims[d];
+                  index[d] = 0;
                 }
               }
               leaf_tile[l] = buf;
@@ -232,11 +281,13 @@ class FusedKernel : public Kernel {
                 return r.leaf ? leaf_tile[r.index]
                               : scratch.data() + r.index * kTile;
               };
-              float* dst = k + 1 == nodes_.size() ? result + begin
-                                                  : scratch.data() + k * kTile;
+              float* dst = scratch.data() + k * kTile;
               Apply(node.op, get(node.a), get(node.b), dst, len);
             }
+            StreamOut(scratch.data() + (nodes_.size() - 1) * kTile,
+                      result + begin, len);
           }
+          StreamFence();
         });
     return out;
   }

@@ -86,6 +86,74 @@ void BM_MlpTrainingStep(benchmark::State& state) {
 }
 BENCHMARK(BM_MlpTrainingStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A CNN inference step on CIFAR-sized input: two 3x3 SAME convolutions with
+// bias + relu and 2x2 max-pools, a dense layer and softmax.
+constexpr char kCnnStep[] = R"(
+HloModule cnn_step
+
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] maximum(a, b)
+}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+
+ENTRY step {
+  x = f32[32,32,32,3] parameter(0)
+  k1 = f32[3,3,3,32] parameter(1)
+  c1 = f32[32] parameter(2)
+  k2 = f32[3,3,32,64] parameter(3)
+  c2 = f32[64] parameter(4)
+  w = f32[4096,10] parameter(5)
+  zero = f32[] constant(0)
+  ninf = f32[] constant(-inf)
+  y1 = f32[32,32,32,32] convolution(x, k1), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  c1b = f32[32,32,32,32] broadcast(c1), dimensions={3}
+  z1 = f32[32,32,32,32] add(y1, c1b)
+  zeros1 = f32[32,32,32,32] broadcast(zero), dimensions={}
+  r1 = f32[32,32,32,32] maximum(z1, zeros1)
+  p1 = f32[32,16,16,32] reduce-window(r1, ninf), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=max
+  y2 = f32[32,16,16,64] convolution(p1, k2), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  c2b = f32[32,16,16,64] broadcast(c2), dimensions={3}
+  z2 = f32[32,16,16,64] add(y2, c2b)
+  zeros2 = f32[32,16,16,64] broadcast(zero), dimensions={}
+  r2 = f32[32,16,16,64] maximum(z2, zeros2)
+  p2 = f32[32,8,8,64] reduce-window(r2, ninf), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=max
+  flat = f32[32,4096] reshape(p2)
+  logits = f32[32,10] dot(flat, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  m = f32[32] reduce(logits, ninf), dimensions={1}, to_apply=max
+  mb = f32[32,10] broadcast(m), dimensions={0}
+  shifted = f32[32,10] subtract(logits, mb)
+  e = f32[32,10] exponential(shifted)
+  sum = f32[32] reduce(e, zero), dimensions={1}, to_apply=add
+  sb = f32[32,10] broadcast(sum), dimensions={0}
+  ROOT p = f32[32,10] divide(e, sb)
+}
+)";
+
+void BM_CnnInferenceStep(benchmark::State& state) {
+  std::unique_ptr<Executable> exe = bench::MustCompile(kCnnStep);
+  std::vector<Literal> args = {
+      Filled({32, 32, 32, 3}), Filled({3, 3, 3, 32}), Filled({32}),
+      Filled({3, 3, 32, 64}),  Filled({64}),          Filled({4096, 10})};
+  ExecutionStats stats;
+  auto run = [&] {
+    ExecutionContext context;
+    context.device = bench::Device();
+    absl::StatusOr<Literal> out = exe->Execute(args, context, &stats);
+    if (!out.ok()) std::abort();
+    benchmark::DoNotOptimize(out->untyped_data());
+  };
+  for (auto _ : state) run();
+  state.counters["ms_per_step"] = bench::BestSeconds(run) * 1e3;
+  state.counters["peak_live_MB"] = stats.peak_live_bytes / 1e6;
+}
+BENCHMARK(BM_CnnInferenceStep)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 }  // namespace tpu
 

@@ -1,7 +1,8 @@
 // Whole programs checked against independent C++ reference computations:
-// an MLP training step (forward, backward, SGD), attention with softmax,
+// an MLP training step (forward, backward, SGD), a CNN, attention with softmax,
 // sort-based top-k, and a real TensorFlow module from the HLO corpus.
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -157,6 +158,110 @@ TEST(ProgramsTest, MlpTrainingStepMatchesReference) {
   expect_all(out->element(2), b1n);
   expect_all(out->element(3), w2n);
   expect_all(out->element(4), b2n);
+}
+
+// A small CNN: 3x3 SAME convolution (NHWC, HWIO) + bias + relu, 2x2 max-pool
+// by reduce-window, flatten, dense, softmax.
+constexpr char kCnn[] = R"(
+HloModule cnn
+
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] maximum(a, b)
+}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+
+ENTRY cnn {
+  x = f32[2,6,6,3] parameter(0)
+  k = f32[3,3,3,4] parameter(1)
+  bias = f32[4] parameter(2)
+  w = f32[36,5] parameter(3)
+  conv = f32[2,6,6,4] convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  bb = f32[2,6,6,4] broadcast(bias), dimensions={3}
+  z = f32[2,6,6,4] add(conv, bb)
+  zero = f32[] constant(0)
+  zeros = f32[2,6,6,4] broadcast(zero), dimensions={}
+  h = f32[2,6,6,4] maximum(z, zeros)
+  ninf = f32[] constant(-inf)
+  pool = f32[2,3,3,4] reduce-window(h, ninf), window={size=1x2x2x1 stride=1x2x2x1}, to_apply=max
+  flat = f32[2,36] reshape(pool)
+  logits = f32[2,5] dot(flat, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  m = f32[2] reduce(logits, ninf), dimensions={1}, to_apply=max
+  mb = f32[2,5] broadcast(m), dimensions={0}
+  shifted = f32[2,5] subtract(logits, mb)
+  e = f32[2,5] exponential(shifted)
+  sum = f32[2] reduce(e, zero), dimensions={1}, to_apply=add
+  sb = f32[2,5] broadcast(sum), dimensions={0}
+  ROOT p = f32[2,5] divide(e, sb)
+}
+)";
+
+TEST(ProgramsTest, CnnMatchesReference) {
+  const std::vector<float> x = Pattern(2 * 6 * 6 * 3, 1.0f, 0.2f),
+                           k = Pattern(3 * 3 * 3 * 4, 0.5f, 1.1f),
+                           bias = Pattern(4, 0.1f, 2.0f),
+                           w = Pattern(36 * 5, 0.3f, 0.7f);
+  // Reference in double, straight from the definitions.
+  double h[2][6][6][4];
+  for (int b = 0; b < 2; ++b) {
+    for (int i = 0; i < 6; ++i) {
+      for (int j = 0; j < 6; ++j) {
+        for (int o = 0; o < 4; ++o) {
+          double acc = bias[o];
+          for (int di = 0; di < 3; ++di) {
+            for (int dj = 0; dj < 3; ++dj) {
+              const int si = i + di - 1, sj = j + dj - 1;
+              if (si < 0 || si >= 6 || sj < 0 || sj >= 6) continue;
+              for (int c = 0; c < 3; ++c) {
+                acc += double(x[((b * 6 + si) * 6 + sj) * 3 + c]) *
+                       k[((di * 3 + dj) * 3 + c) * 4 + o];
+              }
+            }
+          }
+          h[b][i][j][o] = std::max(acc, 0.0);
+        }
+      }
+    }
+  }
+  std::vector<double> want(10);
+  for (int b = 0; b < 2; ++b) {
+    double flat[36];
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) {
+        for (int o = 0; o < 4; ++o) {
+          flat[(i * 3 + j) * 4 + o] = std::max(
+              {h[b][2 * i][2 * j][o], h[b][2 * i + 1][2 * j][o],
+               h[b][2 * i][2 * j + 1][o], h[b][2 * i + 1][2 * j + 1][o]});
+        }
+      }
+    }
+    double logits[5], top = -INFINITY, total = 0;
+    for (int n = 0; n < 5; ++n) {
+      logits[n] = 0;
+      for (int f = 0; f < 36; ++f) logits[n] += flat[f] * w[f * 5 + n];
+      top = std::max(top, logits[n]);
+    }
+    for (int n = 0; n < 5; ++n) total += std::exp(logits[n] - top);
+    for (int n = 0; n < 5; ++n) {
+      want[b * 5 + n] = std::exp(logits[n] - top) / total;
+    }
+  }
+  std::vector<Literal> args;
+  args.push_back(Vec<float>(xla::F32, {2, 6, 6, 3}, x));
+  args.push_back(Vec<float>(xla::F32, {3, 3, 3, 4}, k));
+  args.push_back(Vec<float>(xla::F32, {4}, bias));
+  args.push_back(Vec<float>(xla::F32, {36, 5}, w));
+  absl::StatusOr<Literal> out = RunHlo(kCnn, std::move(args));
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<float> got = Values<float>(*out);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-6) << i;
 }
 
 constexpr char kAttention[] = R"(
