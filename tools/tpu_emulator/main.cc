@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "emulator/server.h"
+#include "hlo/host_memory.h"
 
 ABSL_FLAG(int, port, 8470, "Port to listen on; 0 picks a free port.");
 ABSL_FLAG(std::string, bind, "127.0.0.1", "Address to listen on.");
@@ -80,6 +81,7 @@ absl::Status WritePortFile(const std::string& path, int port) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tpu::ConfigureHostMemoryForLargeBuffers();
   absl::SetProgramUsageMessage(
       "Serves the tpu_driver.CloudTpuDriver protocol as an emulated TPU "
       "worker.\nUsage: tpu_emulator [--port=8470] [--bind=127.0.0.1] "

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
+#include "hlo/host_memory.h"
 #include "tools/tpu_run/run_module.h"
 
 ABSL_FLAG(std::string, target, "",
@@ -39,6 +40,7 @@ ABSL_FLAG(absl::Duration, connection_timeout, absl::Seconds(30),
           "give up connecting to --target after this long");
 
 int main(int argc, char** argv) {
+  tpu::ConfigureHostMemoryForLargeBuffers();
   absl::SetProgramUsageMessage(
       "runs an HLO module on a TPU system with .npy inputs and outputs");
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
