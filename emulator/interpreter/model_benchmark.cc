@@ -2,6 +2,7 @@
 // batch 256, 512 -> 1024 -> 128, reported as ms per step. Run:
 //   bazel run -c opt //emulator/interpreter:model_benchmark
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "benchmark/benchmark.h"
 #include "emulator/interpreter/benchmark_util.h"
@@ -65,6 +66,23 @@ Literal Filled(std::vector<int64_t> dims) {
   return l;
 }
 
+// Runs `exe` as the benchmark's steps; reports the best step time and the
+// peak of live intermediates.
+void MeasureSteps(benchmark::State& state, const Executable& exe,
+                  const std::vector<Literal>& args) {
+  ExecutionStats stats;
+  auto run = [&] {
+    ExecutionContext context;
+    context.device = bench::Device();
+    absl::StatusOr<Literal> out = exe.Execute(args, context, &stats);
+    if (!out.ok()) std::abort();
+    benchmark::DoNotOptimize(out->shape());
+  };
+  for (auto _ : state) run();
+  state.counters["ms_per_step"] = bench::BestSeconds(run) * 1e3;
+  state.counters["peak_live_MB"] = stats.peak_live_bytes / 1e6;
+}
+
 void BM_MlpTrainingStep(benchmark::State& state) {
   const int64_t B = 256, I = 512, H = 1024, O = 128;
   const std::string text = absl::StrReplaceAll(
@@ -72,36 +90,14 @@ void BM_MlpTrainingStep(benchmark::State& state) {
   std::unique_ptr<Executable> exe = bench::MustCompile(text);
   std::vector<Literal> args = {Filled({B, I}), Filled({B, O}), Filled({I, H}),
                                Filled({H}),    Filled({H, O}), Filled({O})};
-  ExecutionStats stats;
-  auto run = [&] {
-    ExecutionContext context;
-    context.device = bench::Device();
-    absl::StatusOr<Literal> out = exe->Execute(args, context, &stats);
-    if (!out.ok()) std::abort();
-    benchmark::DoNotOptimize(out->tuple_size());
-  };
-  for (auto _ : state) run();
-  state.counters["ms_per_step"] = bench::BestSeconds(run) * 1e3;
-  state.counters["peak_live_MB"] = stats.peak_live_bytes / 1e6;
+  MeasureSteps(state, *exe, args);
 }
 BENCHMARK(BM_MlpTrainingStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // A CNN inference step on CIFAR-sized input: two 3x3 SAME convolutions with
 // bias + relu and 2x2 max-pools, a dense layer and softmax.
-constexpr char kCnnStep[] = R"(
-HloModule cnn_step
-
-max {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] maximum(a, b)
-}
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] add(a, b)
-}
-
+const std::string kCnnStep =
+    absl::StrCat("HloModule cnn_step\n", testing::kScalarMaxAndAdd, R"(
 ENTRY step {
   x = f32[32,32,32,3] parameter(0)
   k1 = f32[3,3,3,32] parameter(1)
@@ -133,24 +129,14 @@ ENTRY step {
   sb = f32[32,10] broadcast(sum), dimensions={0}
   ROOT p = f32[32,10] divide(e, sb)
 }
-)";
+)");
 
 void BM_CnnInferenceStep(benchmark::State& state) {
   std::unique_ptr<Executable> exe = bench::MustCompile(kCnnStep);
   std::vector<Literal> args = {
       Filled({32, 32, 32, 3}), Filled({3, 3, 3, 32}), Filled({32}),
       Filled({3, 3, 32, 64}),  Filled({64}),          Filled({4096, 10})};
-  ExecutionStats stats;
-  auto run = [&] {
-    ExecutionContext context;
-    context.device = bench::Device();
-    absl::StatusOr<Literal> out = exe->Execute(args, context, &stats);
-    if (!out.ok()) std::abort();
-    benchmark::DoNotOptimize(out->untyped_data());
-  };
-  for (auto _ : state) run();
-  state.counters["ms_per_step"] = bench::BestSeconds(run) * 1e3;
-  state.counters["peak_live_MB"] = stats.peak_live_bytes / 1e6;
+  MeasureSteps(state, *exe, args);
 }
 BENCHMARK(BM_CnnInferenceStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "emulator/interpreter/executable.h"
 #include "emulator/interpreter/test_util.h"
 #include "gtest/gtest.h"
@@ -162,20 +163,8 @@ TEST(ProgramsTest, MlpTrainingStepMatchesReference) {
 
 // A small CNN: 3x3 SAME convolution (NHWC, HWIO) + bias + relu, 2x2 max-pool
 // by reduce-window, flatten, dense, softmax.
-constexpr char kCnn[] = R"(
-HloModule cnn
-
-max {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] maximum(a, b)
-}
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] add(a, b)
-}
-
+const std::string kCnn =
+    absl::StrCat("HloModule cnn\n", testing::kScalarMaxAndAdd, R"(
 ENTRY cnn {
   x = f32[2,6,6,3] parameter(0)
   k = f32[3,3,3,4] parameter(1)
@@ -199,7 +188,7 @@ ENTRY cnn {
   sb = f32[2,5] broadcast(sum), dimensions={0}
   ROOT p = f32[2,5] divide(e, sb)
 }
-)";
+)");
 
 TEST(ProgramsTest, CnnMatchesReference) {
   const std::vector<float> x = Pattern(2 * 6 * 6 * 3, 1.0f, 0.2f),
@@ -264,20 +253,8 @@ TEST(ProgramsTest, CnnMatchesReference) {
     EXPECT_NEAR(got[i], want[i], 1e-6) << i;
 }
 
-constexpr char kAttention[] = R"(
-HloModule attention
-
-max {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] maximum(a, b)
-}
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] add(a, b)
-}
-
+const std::string kAttention =
+    absl::StrCat("HloModule attention\n", testing::kScalarMaxAndAdd, R"(
 ENTRY attention {
   q = f32[2,4,8] parameter(0)
   k = f32[2,4,8] parameter(1)
@@ -297,7 +274,7 @@ ENTRY attention {
   p = f32[2,4,4] divide(e, sb)
   ROOT o = f32[2,4,8] dot(p, v), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
 }
-)";
+)");
 
 TEST(ProgramsTest, AttentionWithSoftmaxMatchesReference) {
   std::vector<float> q = Pattern(64, 1.0f, 0.3f), k = Pattern(64, 1.0f, 1.3f),

@@ -27,6 +27,21 @@
 namespace tpu {
 namespace testing {
 
+// Scalar f32 `max` and `add` computations in HLO text, for programs written
+// as text that reduce with them (prefix them to the module's text).
+inline constexpr char kScalarMaxAndAdd[] = R"(
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] maximum(a, b)
+}
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+)";
+
 class HloModuleBuilder;
 
 class ComputationBuilder {
