@@ -112,13 +112,6 @@ const int kRegistered = RegisterBackend(Backend{
     {{"WorkerGoingAwayFailsPendingEvents",
       "in-process workers cannot go away; tests/pod kills real tpu_emulator "
       "workers (SIGKILL) under a grpc+pod:// driver instead"},
-     {"ConcurrentClientsOfOneDriver",
-      "expected failure: its read of `out` is ordered after the execute "
-      "neither by wait_for nor by the handle's creating operation (the "
-      "TpuDriver contract); a single-worker driver happens to keep them in "
-      "stream order, the pod (which waits for dependencies in its own event "
-      "layer) does not. Either the test should wait for the execute, or the "
-      "pod should forward same-worker dependencies to the worker"},
      {"FailedOperationFailsItsDependents",
       "it reads the wire event id by downcasting to the stream driver's "
       "CompletionEvent; pod events carry pod-level operation ids. "
