@@ -102,6 +102,11 @@ struct LeafAccess {
 // 4 KiB tiles run (a*b+c) at 0.7 of memcpy bandwidth, 8 KiB ones at 0.45.
 constexpr int64_t kTile = 1024;
 
+// Results at least this large go to memory with non-temporal stores (see
+// StreamOut); smaller ones are likely read from cache by the next kernel, so
+// the root tile is written in place.
+constexpr int64_t kStreamedResultBytes = int64_t{8} << 20;
+
 void Apply(Op op, const float* a, const float* b, float* out, int64_t n) {
   switch (op) {
     case Op::kAdd:
@@ -215,6 +220,7 @@ class FusedKernel : public Kernel {
     }
     const int64_t n = shape_.element_count();
     const int64_t tiles = (n + kTile - 1) / kTile;
+    const bool stream = n * int64_t{sizeof(float)} >= kStreamedResultBytes;
     const std::vector<int64_t>& dims = shape_.dimensions();
     ParallelFor(
         context.device(), tiles, kTile * (1.0 + nodes_.size()),
@@ -281,13 +287,17 @@ class FusedKernel : public Kernel {
                 return r.leaf ? leaf_tile[r.index]
                               : scratch.data() + r.index * kTile;
               };
-              float* dst = scratch.data() + k * kTile;
+              float* dst = k + 1 == nodes_.size() && !stream
+                               ? result + begin
+                               : scratch.data() + k * kTile;
               Apply(node.op, get(node.a), get(node.b), dst, len);
             }
-            StreamOut(scratch.data() + (nodes_.size() - 1) * kTile,
-                      result + begin, len);
+            if (stream) {
+              StreamOut(scratch.data() + (nodes_.size() - 1) * kTile,
+                        result + begin, len);
+            }
           }
-          StreamFence();
+          if (stream) StreamFence();
         });
     return out;
   }

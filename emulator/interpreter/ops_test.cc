@@ -812,6 +812,35 @@ ENTRY e {
   }
 }
 
+// Results of 8 MiB and more leave the fused loop through non-temporal stores;
+// every element must still arrive, including a partial last tile.
+TEST(PlanTest, LargeFusedResultIsStreamedExactly) {
+  const std::string text = R"(
+ENTRY e {
+  a = f32[2049,1025] parameter(0)
+  b = f32[1025] parameter(1)
+  bb = f32[2049,1025] broadcast(b), dimensions={1}
+  m = f32[2049,1025] multiply(a, bb)
+  ROOT r = f32[2049,1025] add(m, a)
+})";
+  const int rows = 2049, cols = 1025;
+  std::vector<float> a(rows * cols), b(cols);
+  for (int i = 0; i < rows * cols; ++i) a[i] = static_cast<float>(i % 97);
+  for (int j = 0; j < cols; ++j) b[j] = static_cast<float>(j % 5) - 2;
+  std::vector<Literal> args;
+  args.push_back(Vec<float>(xla::F32, {rows, cols}, a));
+  args.push_back(Vec<float>(xla::F32, {cols}, b));
+  absl::StatusOr<Literal> out = RunHlo(text, std::move(args));
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<float> got = Values<float>(*out);
+  ASSERT_EQ(got.size(), a.size());
+  int wrong = 0;
+  for (int i = 0; i < rows * cols; ++i) {
+    if (got[i] != a[i] * b[i % cols] + a[i]) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(PlanTest, CompileRejectsBadCalledComputationsAndShapes) {
   absl::Status s = CompileHlo(R"(
 add {
