@@ -6,6 +6,7 @@
 
 #include "emulator/interpreter/elementwise_common.h"
 #include "emulator/interpreter/plan.h"
+#include "emulator/interpreter/reducer.h"
 
 namespace tpu {
 namespace interpreter {
@@ -274,22 +275,24 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileGather(
 
 enum class Upd { kAssign, kAdd, kMul, kMax, kMin, kOther };
 
+// Scatter computations that run as typed loops: the update replaces the
+// element, or combines with it like a reducer of reducer.h.
 Upd MatchUpdate(const HloComputation& c) {
-  const HloInstruction* root = c.root();
-  if (c.num_parameters() != 2) return Upd::kOther;
-  if (root == c.parameters()[1]) return Upd::kAssign;
-  if (root->operand_count() != 2) return Upd::kOther;
-  const HloInstruction* a = root->operand(0);
-  const HloInstruction* b = root->operand(1);
-  if (a->opcode() != "parameter" || b->opcode() != "parameter" || a == b) {
-    return Upd::kOther;
+  if (c.num_parameters() == 2 && c.root() == c.parameters()[1]) {
+    return Upd::kAssign;
   }
-  const std::string& op = root->opcode();
-  if (op == "add") return Upd::kAdd;
-  if (op == "multiply") return Upd::kMul;
-  if (op == "maximum") return Upd::kMax;
-  if (op == "minimum") return Upd::kMin;
-  return Upd::kOther;
+  switch (MatchReducer(c)) {
+    case Red::kAdd:
+      return Upd::kAdd;
+    case Red::kMul:
+      return Upd::kMul;
+    case Red::kMax:
+      return Upd::kMax;
+    case Red::kMin:
+      return Upd::kMin;
+    default:
+      return Upd::kOther;
+  }
 }
 
 template <typename T>
