@@ -134,16 +134,20 @@ absl::StatusOr<BuiltOp> BuildDealloc(
 }
 
 absl::StatusOr<BuiltOp> BuildTransferTo(
-    const OpContext& ctx, const tpu_driver::TransferToDeviceRequest& request) {
+    const OpContext& ctx, const tpu_driver::TransferToDeviceRequest& request,
+    std::shared_ptr<AlignedBuffer> payload) {
   const std::string role = absl::StrCat(ctx.Name(), " transfer_to target");
   BuiltOp op;
   absl::StatusOr<uint64_t> handle =
       UseHandle(ctx, request.target_handle(), role, &op);
   if (!handle.ok()) return handle.status();
-  // Copied now, once, into aligned memory: the request is not kept.
-  const int64_t size = static_cast<int64_t>(request.data().size());
-  std::shared_ptr<AlignedBuffer> bytes = AlignedBuffer::Allocate(size);
-  if (size > 0) std::memcpy(bytes->data(), request.data().data(), size);
+  std::shared_ptr<AlignedBuffer> bytes = std::move(payload);
+  if (bytes == nullptr) {
+    // Copied now, once, into aligned memory: the request is not kept.
+    const int64_t size = static_cast<int64_t>(request.data().size());
+    bytes = AlignedBuffer::Allocate(size);
+    if (size > 0) std::memcpy(bytes->data(), request.data().data(), size);
+  }
   op.body = [ctx, role, handle = *handle, bytes = std::move(bytes)]() {
     auto buffer = ctx.session->GetBuffer(handle, role);
     if (!buffer.ok()) return ctx.Finish(buffer.status());
@@ -181,17 +185,21 @@ absl::StatusOr<BuiltOp> BuildTransferFrom(
                        kMaxTransferFromBytes, " bytes).")));
     }
     // Snapshot now: a later write must not change what this transfer reads.
-    auto copy = [ctx, size = (*buffer)->size(),
-                 contents = (*buffer)->contents()]() {
+    // Contents are immutable, so the snapshot is the contents themselves,
+    // sent beside the response without a copy.
+    std::shared_ptr<AlignedBuffer> contents = (*buffer)->contents();
+    const int64_t size = (*buffer)->size();
+    if (contents != nullptr && contents->size() == size) {
+      auto entry = MakeResponseEntry(ctx.wire_id, absl::OkStatus());
+      return ctx.Finish(std::move(entry), std::move(contents),
+                        absl::OkStatus());
+    }
+    // Never written: zeros, made off the calling thread when large.
+    auto copy = [ctx, size]() {
       auto entry = MakeResponseEntry(ctx.wire_id, absl::OkStatus());
       // `data` is required on the wire even when empty: always set it.
-      std::string* data = entry->mutable_transfer_from()->mutable_data();
-      if (contents != nullptr) {
-        data->assign(static_cast<const char*>(contents->data()), size);
-      } else {
-        data->assign(size, '\0');
-      }
-      ctx.Finish(std::move(entry), absl::OkStatus());
+      entry->mutable_transfer_from()->mutable_data()->assign(size, '\0');
+      ctx.Finish(std::move(entry), nullptr, absl::OkStatus());
     };
     if ((*buffer)->size() <= kInlineCopyBytes) {
       copy();

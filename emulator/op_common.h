@@ -43,10 +43,13 @@ struct OpContext {
     session->scheduler().Complete(op, status);
     sink->Release();
   }
+  // `payload`: transfer_from data sent beside `entry` (emulator/
+  // transfer_data.h), or null.
   void Finish(std::unique_ptr<tpu_driver::StreamResponse::Entry> entry,
+              std::shared_ptr<AlignedBuffer> payload,
               const absl::Status& status) const {
     sink->Hold();
-    sink->Respond(std::move(entry));
+    sink->Respond(std::move(entry), std::move(payload));
     session->scheduler().Complete(op, status);
     sink->Release();
   }
@@ -75,8 +78,11 @@ absl::StatusOr<BuiltOp> BuildAllocTuple(
     const OpContext& ctx, const tpu_driver::AllocateTupleRequest& request);
 absl::StatusOr<BuiltOp> BuildDealloc(
     const OpContext& ctx, const tpu_driver::DeallocateRequest& request);
+// `payload`: the data when it came beside the request, or null to take the
+// request's own.
 absl::StatusOr<BuiltOp> BuildTransferTo(
-    const OpContext& ctx, const tpu_driver::TransferToDeviceRequest& request);
+    const OpContext& ctx, const tpu_driver::TransferToDeviceRequest& request,
+    std::shared_ptr<AlignedBuffer> payload);
 absl::StatusOr<BuiltOp> BuildTransferFrom(
     const OpContext& ctx, const tpu_driver::TransferFromDeviceRequest& request);
 absl::StatusOr<BuiltOp> BuildTransferFromTo(

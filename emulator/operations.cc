@@ -36,7 +36,8 @@ absl::StatusOr<int> LocalCore(const OpContext& ctx, int64_t core_id,
 namespace {
 
 absl::StatusOr<BuiltOp> Build(const OpContext& ctx,
-                              const tpu_driver::StreamRequest::Entry& entry) {
+                              const tpu_driver::StreamRequest::Entry& entry,
+                              std::shared_ptr<AlignedBuffer> payload) {
   using Entry = tpu_driver::StreamRequest::Entry;
   switch (entry.request_case()) {
     case Entry::kAlloc:
@@ -46,7 +47,7 @@ absl::StatusOr<BuiltOp> Build(const OpContext& ctx,
     case Entry::kDealloc:
       return BuildDealloc(ctx, entry.dealloc());
     case Entry::kTransferTo:
-      return BuildTransferTo(ctx, entry.transfer_to());
+      return BuildTransferTo(ctx, entry.transfer_to(), std::move(payload));
     case Entry::kTransferFrom:
       return BuildTransferFrom(ctx, entry.transfer_from());
     case Entry::kTransferFromTo:
@@ -73,11 +74,12 @@ absl::StatusOr<BuiltOp> Build(const OpContext& ctx,
 void SubmitEntry(const WorkerContext& worker,
                  const std::shared_ptr<Session>& session,
                  const tpu_driver::StreamRequest::Entry& entry,
+                 std::shared_ptr<AlignedBuffer> payload,
                  const std::shared_ptr<ResponseSink>& sink) {
   auto ctx = std::make_shared<const OpContext>(
       OpContext{&worker, session, sink, entry.operation_id(),
                 EventId::FromInt(entry.operation_id()).operation_id});
-  absl::StatusOr<BuiltOp> built = Build(*ctx, entry);
+  absl::StatusOr<BuiltOp> built = Build(*ctx, entry, std::move(payload));
   absl::Status wait_error;
   if (built.ok()) {
     for (int64_t wire : entry.wait_for_id()) {

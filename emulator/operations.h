@@ -22,10 +22,13 @@
 
 namespace tpu {
 
+// `payload`: the entry's transfer_to data when it came beside the entry
+// (emulator/transfer_data.h), or null.
 // REQUIRES: the entry's operation_id carries session->client_id().
 void SubmitEntry(const WorkerContext& worker,
                  const std::shared_ptr<Session>& session,
                  const tpu_driver::StreamRequest::Entry& entry,
+                 std::shared_ptr<AlignedBuffer> payload,
                  const std::shared_ptr<ResponseSink>& sink);
 
 }  // namespace tpu

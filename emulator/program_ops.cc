@@ -118,7 +118,7 @@ absl::StatusOr<BuiltOp> BuildCompile(
           (*program)->executable->program_shape();
       absl::Status added = ctx.session->Add(ctx.op, *std::move(program));
       if (!added.ok()) return ctx.Finish(added);
-      ctx.Finish(std::move(entry), absl::OkStatus());
+      ctx.Finish(std::move(entry), nullptr, absl::OkStatus());
     });
   };
   return op;

@@ -33,10 +33,11 @@ void ResponseSink::RespondStatus(int64_t operation_id,
 }
 
 void ResponseSink::Respond(
-    std::unique_ptr<tpu_driver::StreamResponse::Entry> entry) {
+    std::unique_ptr<tpu_driver::StreamResponse::Entry> entry,
+    std::shared_ptr<AlignedBuffer> payload) {
   absl::MutexLock lock(&mu_);
   if (detached_) return;
-  pending_.push_back(std::move(entry));
+  pending_.push_back({std::move(entry), std::move(payload)});
   if (!delivering_ && holds_ == 0) DeliverPending();
 }
 
@@ -58,19 +59,26 @@ void ResponseSink::DeliverPending() {
   while (!detached_) {
     if (!pending_.empty()) {
       tpu_driver::StreamResponse batch;
+      TransferData data;
       int64_t bytes = 0;
       size_t taken = 0;
       for (; taken < pending_.size(); ++taken) {
+        Pending& next = pending_[taken];
         const int64_t entry_bytes =
-            static_cast<int64_t>(pending_[taken]->ByteSizeLong());
+            static_cast<int64_t>(next.entry->ByteSizeLong()) +
+            (next.payload == nullptr ? 0 : next.payload->size());
         if (taken > 0 && bytes + entry_bytes > kMaxBatchBytes) break;
         bytes += entry_bytes;
-        batch.mutable_entry()->AddAllocated(pending_[taken].release());
+        batch.mutable_entry()->AddAllocated(next.entry.release());
+        if (next.payload != nullptr) {
+          data.resize(taken + 1);
+          data[taken] = std::move(next.payload);
+        }
       }
       pending_.erase(pending_.begin(), pending_.begin() + taken);
       outstanding_ -= static_cast<int64_t>(taken);
       mu_.Unlock();
-      deliver_(batch);
+      deliver_(batch, data);
       mu_.Lock();
       continue;
     }

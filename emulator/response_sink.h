@@ -21,13 +21,15 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "emulator/transfer_data.h"
 #include "proto/tpu_service.pb.h"
 
 namespace tpu {
 
 class ResponseSink {
  public:
-  using Deliver = std::function<void(const tpu_driver::StreamResponse&)>;
+  using Deliver = std::function<void(const tpu_driver::StreamResponse&,
+                                     const TransferData&)>;
 
   explicit ResponseSink(Deliver deliver);
   ResponseSink(const ResponseSink&) = delete;
@@ -35,8 +37,10 @@ class ResponseSink {
 
   // One more operation will respond.
   void Expect();
-  // Delivers `entry` (echoing its operation id). Dropped after Detach().
-  void Respond(std::unique_ptr<tpu_driver::StreamResponse::Entry> entry);
+  // Delivers `entry` (echoing its operation id) with the transfer_from data
+  // `payload` beside it, if not null. Dropped after Detach().
+  void Respond(std::unique_ptr<tpu_driver::StreamResponse::Entry> entry,
+               std::shared_ptr<AlignedBuffer> payload = nullptr);
   // Convenience: an entry with just the status.
   void RespondStatus(int64_t operation_id, const absl::Status& status);
 
@@ -63,8 +67,11 @@ class ResponseSink {
   const Deliver deliver_;
 
   mutable absl::Mutex mu_;
-  std::vector<std::unique_ptr<tpu_driver::StreamResponse::Entry>> pending_
-      ABSL_GUARDED_BY(mu_);
+  struct Pending {
+    std::unique_ptr<tpu_driver::StreamResponse::Entry> entry;
+    std::shared_ptr<AlignedBuffer> payload;
+  };
+  std::vector<Pending> pending_ ABSL_GUARDED_BY(mu_);
   int64_t outstanding_ ABSL_GUARDED_BY(mu_) = 0;
   bool delivering_ ABSL_GUARDED_BY(mu_) = false;
   int holds_ ABSL_GUARDED_BY(mu_) = 0;

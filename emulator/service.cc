@@ -1,6 +1,5 @@
 #include "emulator/service.h"
 
-#include <climits>
 #include <deque>
 #include <memory>
 #include <utility>
@@ -10,9 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "emulator/response_sink.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "grpcpp/support/proto_buffer_reader.h"
-#include "grpcpp/support/proto_buffer_writer.h"
+#include "emulator/stream_codec.h"
 
 namespace tpu {
 namespace {
@@ -25,22 +22,15 @@ grpc::Status ToGrpc(const absl::Status& status) {
                       std::string(status.message()));
 }
 
-bool ParseLeniently(grpc::ByteBuffer* bytes, tpu_driver::StreamRequest* out) {
-  grpc::ProtoBufferReader reader(bytes);
-  google::protobuf::io::CodedInputStream decoder(&reader);
-  decoder.SetTotalBytesLimit(INT_MAX);
-  return out->ParsePartialFromCodedStream(&decoder) &&
-         decoder.ConsumedEntireMessage();
-}
-
 class StreamReactor
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   explicit StreamReactor(Worker* worker) {
-    stream_ =
-        worker->OpenStream([this](const tpu_driver::StreamResponse& response) {
-          Enqueue(response);
-        });
+    stream_ = worker->OpenStream([this](
+                                     const tpu_driver::StreamResponse& response,
+                                     const TransferData& transfer_data) {
+      Enqueue(EncodeStreamResponse(response, transfer_data));
+    });
     StartRead(&read_buffer_);
   }
 
@@ -52,15 +42,17 @@ class StreamReactor
       return;
     }
     tpu_driver::StreamRequest request;
-    if (ParseLeniently(&read_buffer_, &request)) {
-      stream_->Submit(request);
+    TransferData transfer_data;
+    if (DecodeStreamRequest(read_buffer_, &request, &transfer_data)) {
+      read_buffer_.Clear();  // Everything needed was copied out of it.
+      stream_->Submit(request, transfer_data);
     } else {
       tpu_driver::StreamResponse error;
       *error.add_entry() = *MakeResponseEntry(
           0, absl::InvalidArgumentError(
                  "A StreamRequest message could not be parsed; its entries "
                  "were dropped."));
-      Enqueue(error);
+      Enqueue(EncodeStreamResponse(error, TransferData()));
     }
     read_buffer_.Clear();
     StartRead(&read_buffer_);
@@ -109,14 +101,9 @@ class StreamReactor
 
  private:
   // Called with responses from worker threads, one call at a time.
-  void Enqueue(const tpu_driver::StreamResponse& response) {
+  void Enqueue(grpc::ByteBuffer message) {
     auto bytes = std::make_unique<grpc::ByteBuffer>();
-    bool own_buffer = false;
-    if (!grpc::SerializationTraits<tpu_driver::StreamResponse>::Serialize(
-             response, bytes.get(), &own_buffer)
-             .ok()) {
-      return;  // cannot happen for a well-formed message
-    }
+    bytes->Swap(&message);
     grpc::ByteBuffer* next = nullptr;
     {
       absl::MutexLock lock(&mu_);

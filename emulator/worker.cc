@@ -32,13 +32,13 @@ class WorkerImpl;
 
 class StreamImpl : public WorkerStream {
  public:
-  StreamImpl(WorkerImpl* worker,
-             std::function<void(const tpu_driver::StreamResponse&)> on_response)
+  StreamImpl(WorkerImpl* worker, Worker::ResponseCallback on_response)
       : worker_(worker),
         sink_(std::make_shared<ResponseSink>(std::move(on_response))) {}
   ~StreamImpl() override;
 
-  void Submit(const tpu_driver::StreamRequest& request) override;
+  void Submit(const tpu_driver::StreamRequest& request,
+              const TransferData& transfer_data) override;
   void Finish() override;
   void FinishAsync(std::function<void()> done) override;
   void Abort() override;
@@ -73,8 +73,7 @@ class WorkerImpl : public Worker {
   absl::StatusOr<tpu_driver::QuerySystemInfoResponse> QuerySystemInfo(
       const tpu_driver::QuerySystemInfoRequest& request) override;
   std::unique_ptr<WorkerStream> OpenStream(
-      std::function<void(const tpu_driver::StreamResponse&)> on_response)
-      override;
+      ResponseCallback on_response) override;
 
   std::shared_ptr<Session> FindSession(uint32_t client_id);
   void CloseClient(uint32_t client_id, const absl::Status& reason);
@@ -272,7 +271,7 @@ absl::StatusOr<tpu_driver::QuerySystemInfoResponse> WorkerImpl::QuerySystemInfo(
 }
 
 std::unique_ptr<WorkerStream> WorkerImpl::OpenStream(
-    std::function<void(const tpu_driver::StreamResponse&)> on_response) {
+    ResponseCallback on_response) {
   return std::make_unique<StreamImpl>(this, std::move(on_response));
 }
 
@@ -289,11 +288,13 @@ StreamImpl::~StreamImpl() {
   clients_.clear();
 }
 
-void StreamImpl::Submit(const tpu_driver::StreamRequest& request) {
+void StreamImpl::Submit(const tpu_driver::StreamRequest& request,
+                        const TransferData& transfer_data) {
   // Whatever completes while this request is taken apart goes out as one
   // response.
   sink_->Hold();
-  for (const tpu_driver::StreamRequest::Entry& entry : request.entry()) {
+  for (int index = 0; index < request.entry_size(); ++index) {
+    const tpu_driver::StreamRequest::Entry& entry = request.entry(index);
     sink_->Expect();
     if (!entry.has_operation_id()) {
       sink_->RespondStatus(
@@ -339,7 +340,8 @@ void StreamImpl::Submit(const tpu_driver::StreamRequest& request) {
       }
     }
     session->Touch();
-    SubmitEntry(worker_->context(), session, entry, sink_);
+    SubmitEntry(worker_->context(), session, entry,
+                PayloadOf(transfer_data, index), sink_);
   }
   sink_->Release();
 }

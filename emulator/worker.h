@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "emulator/transfer_data.h"
 #include "proto/tpu_driver.pb.h"
 #include "proto/tpu_service.pb.h"
 
@@ -57,9 +58,15 @@ class WorkerStream {
  public:
   virtual ~WorkerStream() = default;
 
-  // Schedules every entry of `request`. Never blocks on execution; malformed
-  // entries get an error response, they never end the stream.
-  virtual void Submit(const tpu_driver::StreamRequest& request) = 0;
+  // Schedules every entry of `request`, whose transfer_to payloads may come
+  // beside it in `transfer_data` (emulator/transfer_data.h). Never blocks on
+  // execution; malformed entries get an error response, they never end the
+  // stream.
+  virtual void Submit(const tpu_driver::StreamRequest& request,
+                      const TransferData& transfer_data) = 0;
+  void Submit(const tpu_driver::StreamRequest& request) {
+    Submit(request, TransferData());
+  }
 
   // The client finished writing. Blocks until every operation submitted on
   // this stream has completed and its response was delivered.
@@ -89,12 +96,17 @@ class Worker {
   virtual absl::StatusOr<tpu_driver::QuerySystemInfoResponse> QuerySystemInfo(
       const tpu_driver::QuerySystemInfoRequest& request) = 0;
 
+  // Receives responses, with transfer_from payloads beside them
+  // (emulator/transfer_data.h; InlineTransferData makes plain messages).
+  using ResponseCallback = std::function<void(
+      const tpu_driver::StreamResponse&, const TransferData&)>;
+
   // Starts a stream. `on_response` runs on worker threads, never concurrently
   // with itself for one stream, and never after the stream was destroyed; it
   // must not block for long (it is the transport's write). Responses may
   // batch many entries. REQUIRES: the stream is destroyed before the worker.
   virtual std::unique_ptr<WorkerStream> OpenStream(
-      std::function<void(const tpu_driver::StreamResponse&)> on_response) = 0;
+      ResponseCallback on_response) = 0;
 };
 
 }  // namespace tpu

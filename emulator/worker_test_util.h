@@ -22,10 +22,15 @@ namespace tpu {
 class TestStream {
  public:
   explicit TestStream(Worker* worker) {
-    stream_ = worker->OpenStream([this](const tpu_driver::StreamResponse& r) {
+    stream_ = worker->OpenStream([this](const tpu_driver::StreamResponse& r,
+                                        const TransferData& data) {
+      tpu_driver::StreamResponse plain = r;
+      InlineTransferData(data, &plain);
       absl::MutexLock lock(&mu_);
       ++batches_;
-      for (const auto& e : r.entry()) responses_[e.operation_id()].push_back(e);
+      for (const auto& e : plain.entry()) {
+        responses_[e.operation_id()].push_back(e);
+      }
     });
   }
 

@@ -2,71 +2,26 @@
 
 #include <string>
 
-#include "google/protobuf/io/coded_stream.h"
 #include "grpcpp/support/slice.h"
+#include "proto/wire_slices.h"
 
 namespace tpu {
 namespace {
 
-using google::protobuf::io::CodedOutputStream;
+using wire::AppendVarint;
+using wire::VarintSize;
 
-// Field numbers and wire types of the StreamRequest framing we write.
-constexpr uint32_t kLengthDelimited = 2;
-constexpr uint32_t Tag(uint32_t field) { return field << 3 | kLengthDelimited; }
-constexpr uint32_t kStreamRequestEntryTag = Tag(30);  // StreamRequest.entry
-constexpr uint32_t kEntryTransferToTag = Tag(4);      // Entry.transfer_to
-constexpr uint32_t kTransferToDataTag = Tag(2);       // TransferToDevice.data
-
-void AppendVarint(std::string* out, uint64_t value) {
-  uint8_t buffer[10];
-  uint8_t* end = CodedOutputStream::WriteVarint64ToArray(value, buffer);
-  out->append(reinterpret_cast<const char*>(buffer), end - buffer);
-}
-
-size_t VarintSize(uint64_t value) {
-  return CodedOutputStream::VarintSize64(value);
-}
-
-// Accumulates the slices of one message.
-class MessageBuilder {
- public:
-  // Bytes so far, including text not yet committed to a slice.
-  int64_t size() const { return size_ + static_cast<int64_t>(text_.size()); }
-  bool empty() const { return size() == 0; }
-
-  std::string* text() { return &text_; }
-  void CommitText() {
-    if (text_.empty()) return;
-    size_ += static_cast<int64_t>(text_.size());
-    slices_.emplace_back(text_.data(), text_.size());  // Copies: small.
-    text_.clear();
-  }
-  void AddPayload(absl::string_view payload) {
-    CommitText();
-    if (payload.empty()) return;
-    slices_.emplace_back(payload.data(), payload.size());
-    size_ += static_cast<int64_t>(payload.size());
-  }
-  grpc::ByteBuffer Finish() {
-    CommitText();
-    grpc::ByteBuffer buffer(slices_.data(), slices_.size());
-    slices_.clear();
-    size_ = 0;
-    return buffer;
-  }
-
- private:
-  std::string text_;
-  std::vector<grpc::Slice> slices_;
-  int64_t size_ = 0;
-};
+// Tags of the StreamRequest framing we write.
+constexpr uint32_t kStreamRequestEntryTag = wire::LengthDelimitedTag(30);
+constexpr uint32_t kEntryTransferToTag = wire::LengthDelimitedTag(4);
+constexpr uint32_t kTransferToDataTag = wire::LengthDelimitedTag(2);
 
 }  // namespace
 
 std::vector<grpc::ByteBuffer> EncodeStreamRequests(
     const std::vector<OutgoingEntry>& batch, int64_t max_message_bytes) {
   std::vector<grpc::ByteBuffer> messages;
-  MessageBuilder builder;
+  SliceWriter builder;
   for (const OutgoingEntry& outgoing : batch) {
     const auto& entry = outgoing.entry;
     const size_t entry_size = entry.ByteSizeLong();
@@ -86,18 +41,22 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(
       messages.push_back(builder.Finish());
     }
     std::string* text = builder.text();
-    AppendVarint(text, kStreamRequestEntryTag);
-    AppendVarint(text, total);
+    AppendVarint(kStreamRequestEntryTag, text);
+    AppendVarint(total, text);
     const size_t at = text->size();
     text->resize(at + entry_size);
     // Partial: transfer_to.data, a required field, is appended below.
     entry.SerializePartialToArray(&(*text)[at], static_cast<int>(entry_size));
     if (has_payload) {
-      AppendVarint(text, kEntryTransferToTag);
-      AppendVarint(text, data_field);
-      AppendVarint(text, kTransferToDataTag);
-      AppendVarint(text, outgoing.payload.size());
-      builder.AddPayload(outgoing.payload);
+      AppendVarint(kEntryTransferToTag, text);
+      AppendVarint(data_field, text);
+      AppendVarint(kTransferToDataTag, text);
+      AppendVarint(outgoing.payload.size(), text);
+      // Referenced, not copied: the caller keeps the bytes valid until the
+      // operation answers, and a synchronous Write has consumed them by then.
+      builder.AddSlice(grpc::Slice(outgoing.payload.data(),
+                                   outgoing.payload.size(),
+                                   grpc::Slice::STATIC_SLICE));
     }
   }
   if (!builder.empty()) {

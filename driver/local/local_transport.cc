@@ -1,5 +1,6 @@
 #include "driver/local/local_transport.h"
 
+#include <cstring>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -15,9 +16,35 @@ struct StreamState {
   StreamCallbacks callbacks;
   bool done ABSL_GUARDED_BY(mu) = false;
 
-  void Respond(const tpu_driver::StreamResponse& response) {
+  void Respond(const tpu_driver::StreamResponse& response,
+               const TransferData& transfer_data) {
     absl::MutexLock lock(&mu);
-    if (!done) callbacks.on_response(response);
+    if (done) return;
+    if (transfer_data.empty()) {
+      callbacks.on_response(response);
+      return;
+    }
+    // transfer_from data goes from the device buffer's contents straight to
+    // its destination: the one copy a transfer needs.
+    tpu_driver::StreamResponse copy = response;
+    for (int i = 0; i < copy.entry_size(); ++i) {
+      const std::shared_ptr<AlignedBuffer>& payload =
+          PayloadOf(transfer_data, i);
+      if (payload == nullptr) continue;
+      auto* entry = copy.mutable_entry(i);
+      void* dst = payload->size() > 0 && callbacks.transfer_destination
+                      ? callbacks.transfer_destination(entry->operation_id(),
+                                                       payload->size())
+                      : nullptr;
+      if (dst != nullptr) {
+        std::memcpy(dst, payload->data(), payload->size());
+        entry->mutable_transfer_from()->set_data("");
+      } else {
+        entry->mutable_transfer_from()->set_data(
+            static_cast<const char*>(payload->data()), payload->size());
+      }
+    }
+    callbacks.on_response(copy);
   }
   void End(const absl::Status& status) {
     absl::MutexLock lock(&mu);
@@ -33,10 +60,11 @@ class LocalTransportStream : public TransportStream {
       : state_(std::make_shared<StreamState>()) {
     state_->callbacks = std::move(callbacks);
     std::shared_ptr<StreamState> state = state_;
-    stream_ =
-        worker->OpenStream([state](const tpu_driver::StreamResponse& response) {
-          state->Respond(response);
-        });
+    stream_ = worker->OpenStream([state](
+                                     const tpu_driver::StreamResponse& response,
+                                     const TransferData& transfer_data) {
+      state->Respond(response, transfer_data);
+    });
   }
 
   ~LocalTransportStream() override {
@@ -51,15 +79,23 @@ class LocalTransportStream : public TransportStream {
     }
     tpu_driver::StreamRequest request;
     request.mutable_entry()->Reserve(static_cast<int>(batch.size()));
+    TransferData transfer_data;
     for (OutgoingEntry& outgoing : batch) {
       auto* entry = request.add_entry();
       entry->Swap(&outgoing.entry);
       if (entry->has_transfer_to()) {
-        entry->mutable_transfer_to()->set_data(outgoing.payload.data(),
-                                               outgoing.payload.size());
+        // Copied once, into what becomes the buffer's contents.
+        auto payload = AlignedBuffer::Allocate(
+            static_cast<int64_t>(outgoing.payload.size()));
+        if (!outgoing.payload.empty()) {
+          std::memcpy(payload->data(), outgoing.payload.data(),
+                      outgoing.payload.size());
+        }
+        transfer_data.resize(request.entry_size());
+        transfer_data.back() = std::move(payload);
       }
     }
-    stream_->Submit(request);
+    stream_->Submit(request, transfer_data);
     return true;
   }
 

@@ -1,0 +1,110 @@
+#ifndef SOFTWARE_TPU_PROTO_WIRE_SLICES_H_
+#define SOFTWARE_TPU_PROTO_WIRE_SLICES_H_
+
+// Protobuf wire format over a message that gRPC holds as a list of slices.
+//
+// Both ends of StreamExecute move transfer payloads of up to gigabytes. Parsing
+// such a message with protobuf first joins the slices into a std::string (and
+// grows it by doubling, copying again each time); these helpers instead let a
+// codec find a bytes field by offset and copy it once, straight to where it
+// belongs. Only the framing is read here; small messages are still parsed by
+// protobuf.
+//
+// Thread safety: SliceReader is immutable after construction.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/slice.h"
+
+namespace tpu {
+namespace wire {
+
+// Wire types (https://protobuf.dev/programming-guides/encoding/).
+inline constexpr uint32_t kVarint = 0;
+inline constexpr uint32_t kFixed64 = 1;
+inline constexpr uint32_t kLengthDelimited = 2;
+inline constexpr uint32_t kFixed32 = 5;
+
+inline constexpr uint32_t FieldOf(uint64_t tag) {
+  return static_cast<uint32_t>(tag >> 3);
+}
+inline constexpr uint32_t WireTypeOf(uint64_t tag) {
+  return static_cast<uint32_t>(tag & 7);
+}
+inline constexpr uint32_t LengthDelimitedTag(uint32_t field) {
+  return field << 3 | kLengthDelimited;
+}
+
+// Appends `value` as a varint.
+void AppendVarint(uint64_t value, std::string* out);
+// Bytes of `value` as a varint.
+size_t VarintSize(uint64_t value);
+
+}  // namespace wire
+
+// Reads a message spread over slices, by absolute offset. Holds references to
+// the slices, not copies.
+class SliceReader {
+ public:
+  explicit SliceReader(std::vector<grpc::Slice> slices);
+  // The slices of `buffer`; false (and an empty reader) if it is unreadable.
+  static bool FromByteBuffer(const grpc::ByteBuffer& buffer,
+                             SliceReader* reader);
+  SliceReader() = default;
+
+  size_t size() const { return starts_.empty() ? 0 : starts_.back(); }
+
+  // Copies [offset, offset + n) to `out`. REQUIRES: within size().
+  void Copy(size_t offset, size_t n, void* out) const;
+  // Appends [offset, offset + n) to `out`. REQUIRES: within size().
+  void AppendTo(size_t offset, size_t n, std::string* out) const;
+
+  // A varint at *offset, advancing it; false if malformed or truncated.
+  bool ReadVarint(size_t* offset, uint64_t* value) const;
+  // Skips the value of a field of `wire_type` at *offset, not past `end`;
+  // false if malformed (groups, which nothing here sends, count as malformed).
+  bool SkipValue(uint32_t wire_type, size_t end, size_t* offset) const;
+  // Reads the length of a length-delimited value at *offset, advancing it;
+  // false if malformed or if the value would run past `end`.
+  bool ReadLength(size_t end, size_t* offset, size_t* length) const;
+
+ private:
+  // The slice holding `offset`. REQUIRES: offset < size().
+  size_t SliceAt(size_t offset) const;
+
+  std::vector<grpc::Slice> slices_;
+  std::vector<size_t> starts_;  // offset of each slice, then the total
+};
+
+// Builds a message as a list of slices: framing and small fields are written
+// as text, large payloads join as slices of their own, uncopied.
+//
+// Thread safety: thread-compatible.
+class SliceWriter {
+ public:
+  // Bytes so far, including text not yet committed to a slice.
+  int64_t size() const { return size_ + static_cast<int64_t>(text_.size()); }
+  bool empty() const { return size() == 0; }
+
+  // Where to write the next bytes of framing.
+  std::string* text() { return &text_; }
+  // Appends `slice` after the text written so far. Empty slices are dropped.
+  void AddSlice(grpc::Slice slice);
+  // The message; the writer is then empty.
+  grpc::ByteBuffer Finish();
+
+ private:
+  void CommitText();
+
+  std::string text_;
+  std::vector<grpc::Slice> slices_;
+  int64_t size_ = 0;
+};
+
+}  // namespace tpu
+
+#endif  // SOFTWARE_TPU_PROTO_WIRE_SLICES_H_

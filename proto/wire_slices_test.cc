@@ -1,0 +1,101 @@
+#include "proto/wire_slices.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace tpu {
+namespace {
+
+// `bytes` cut into slices of `piece` bytes, so every read crosses boundaries.
+SliceReader Pieces(const std::string& bytes, size_t piece) {
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < bytes.size(); at += piece) {
+    slices.emplace_back(bytes.substr(at, piece));
+  }
+  return SliceReader(std::move(slices));
+}
+
+TEST(WireSlicesTest, VarintsRoundTripAcrossSliceBoundaries) {
+  const std::vector<uint64_t> values = {0, 1, 127, 128, 300, uint64_t{1} << 35,
+                                        ~uint64_t{0}};
+  std::string bytes;
+  for (uint64_t v : values) {
+    const size_t before = bytes.size();
+    wire::AppendVarint(v, &bytes);
+    EXPECT_EQ(bytes.size() - before, wire::VarintSize(v)) << v;
+  }
+  for (size_t piece : {1, 2, 3, 64}) {
+    SliceReader reader = Pieces(bytes, piece);
+    size_t offset = 0;
+    for (uint64_t v : values) {
+      uint64_t read;
+      ASSERT_TRUE(reader.ReadVarint(&offset, &read)) << piece;
+      EXPECT_EQ(read, v);
+    }
+    EXPECT_EQ(offset, bytes.size());
+    uint64_t past_end;
+    EXPECT_FALSE(reader.ReadVarint(&offset, &past_end));
+  }
+}
+
+TEST(WireSlicesTest, TruncatedAndOverlongVarintsAreRejected) {
+  uint64_t value;
+  size_t offset = 0;
+  EXPECT_FALSE(Pieces("\x80\x80", 1).ReadVarint(&offset, &value));
+  offset = 0;
+  EXPECT_FALSE(Pieces(std::string(11, '\xff'), 4).ReadVarint(&offset, &value));
+}
+
+TEST(WireSlicesTest, CopyAndAppendSpanSlices) {
+  const std::string bytes = "abcdefghijklmnopqrstuvwxyz";
+  SliceReader reader = Pieces(bytes, 5);
+  ASSERT_EQ(reader.size(), bytes.size());
+  std::string out(10, '.');
+  reader.Copy(3, 10, out.data());
+  EXPECT_EQ(out, "defghijklm");
+  std::string appended = "<";
+  reader.AppendTo(20, 6, &appended);
+  EXPECT_EQ(appended, "<uvwxyz");
+  reader.Copy(0, 0, nullptr);  // An empty range touches nothing.
+}
+
+TEST(WireSlicesTest, SkipValueHonoursEnd) {
+  // varint 300, fixed64, fixed32, then a length-delimited "hello".
+  std::string bytes;
+  wire::AppendVarint(300, &bytes);
+  bytes += std::string(8, 'x') + std::string(4, 'y');
+  wire::AppendVarint(5, &bytes);
+  bytes += "hello";
+  SliceReader reader = Pieces(bytes, 3);
+  size_t offset = 0;
+  ASSERT_TRUE(reader.SkipValue(wire::kVarint, bytes.size(), &offset));
+  EXPECT_EQ(offset, 2u);
+  ASSERT_TRUE(reader.SkipValue(wire::kFixed64, bytes.size(), &offset));
+  ASSERT_TRUE(reader.SkipValue(wire::kFixed32, bytes.size(), &offset));
+  size_t at = offset;
+  EXPECT_FALSE(reader.SkipValue(wire::kLengthDelimited, bytes.size() - 1, &at))
+      << "a value running past `end` is malformed";
+  ASSERT_TRUE(reader.SkipValue(wire::kLengthDelimited, bytes.size(), &offset));
+  EXPECT_EQ(offset, bytes.size());
+  at = 0;
+  EXPECT_FALSE(reader.SkipValue(3, bytes.size(), &at)) << "groups";
+  at = 2;
+  EXPECT_FALSE(reader.SkipValue(wire::kFixed64, 9, &at));
+}
+
+TEST(WireSlicesTest, ReadsAByteBuffer) {
+  std::vector<grpc::Slice> slices = {grpc::Slice("ab"), grpc::Slice("cd")};
+  grpc::ByteBuffer buffer(slices.data(), slices.size());
+  SliceReader reader;
+  ASSERT_TRUE(SliceReader::FromByteBuffer(buffer, &reader));
+  std::string all;
+  reader.AppendTo(0, reader.size(), &all);
+  EXPECT_EQ(all, "abcd");
+  ASSERT_TRUE(SliceReader::FromByteBuffer(grpc::ByteBuffer(), &reader));
+  EXPECT_EQ(reader.size(), 0u);
+}
+
+}  // namespace
+}  // namespace tpu
