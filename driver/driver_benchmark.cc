@@ -5,14 +5,11 @@
 //   bazel run //driver:driver_benchmark -- --benchmark_filter=Grpc
 //
 // Counters: GBps (the driver), baseline_GBps, ratio (driver / baseline);
+// for grpc:// also bare_grpc_GBps, the same messages on a bare gRPC stream
+// (driver/transfer_baselines.h), and of_bare_grpc (driver / bare stream);
 // p50_us / p99_us for the round trip; ops_per_s for pipelined small ops.
 // Goals (issue 3): H2D/D2H >= 50% of loopback TCP; round trip p50 < 250 us;
 // pipelined >= 20,000 ops/s.
-
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,6 +22,7 @@
 #include "driver/driver_registry.h"
 #include "driver/local/local_driver.h"
 #include "driver/stream_driver.h"
+#include "driver/transfer_baselines.h"
 #include "emulator/server.h"
 #include "hlo/host_memory.h"
 
@@ -38,48 +36,6 @@ double Seconds(Clock::duration d) {
 }
 
 // --- Baselines -------------------------------------------------------------
-
-// Best of three: `bytes` through a loopback TCP connection, written in 1 MiB
-// chunks and read into a buffer, as a transport without protocol would.
-double LoopbackTcpBytesPerSecond(int64_t bytes) {
-  int listener = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  listen(listener, 1);
-  int sender = socket(AF_INET, SOCK_STREAM, 0);
-  connect(sender, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  int receiver = accept(listener, nullptr, nullptr);
-  close(listener);
-  const int64_t chunk = 1 << 20;
-  std::vector<char> out(std::min(bytes, chunk), 7);
-  std::vector<char> in(bytes);
-  double best = 0;
-  for (int round = 0; round < 3; ++round) {
-    const auto start = Clock::now();
-    std::thread writer([&] {
-      for (int64_t sent = 0; sent < bytes;) {
-        ssize_t n = write(sender, out.data(),
-                          std::min<int64_t>(out.size(), bytes - sent));
-        if (n <= 0) return;
-        sent += n;
-      }
-    });
-    for (int64_t got = 0; got < bytes;) {
-      ssize_t n = read(receiver, in.data() + got, bytes - got);
-      if (n <= 0) break;
-      got += n;
-    }
-    writer.join();
-    best = std::max(best, bytes / Seconds(Clock::now() - start));
-  }
-  close(sender);
-  close(receiver);
-  return best;
-}
 
 double MemcpyBytesPerSecond(int64_t bytes) {
   std::vector<char> a(bytes, 1), b(bytes, 2);
@@ -159,41 +115,64 @@ void ReportThroughput(benchmark::State& state, Backend backend, int64_t bytes,
   state.counters["GBps"] = rate / 1e9;
   state.counters["baseline_GBps"] = baseline / 1e9;
   state.counters["ratio"] = rate / baseline;
+  if (backend == Backend::kGrpc) {
+    // Where the gap to TCP lies: the same messages on a bare gRPC stream.
+    const int in_flight = static_cast<int>(state.range(1));
+    const double bare = BareGrpcBytesPerSecond(
+        bytes, in_flight, std::max<int>(4, (int64_t{1} << 30) / bytes));
+    state.counters["bare_grpc_GBps"] = bare / 1e9;
+    state.counters["of_bare_grpc"] = rate / bare;
+  }
+}
+
+// Transfers of range(0) bytes with up to range(1) of them in flight, each
+// slot with a buffer and host memory of its own. One in flight measures what
+// a caller that waits for every transfer sees; several, what an input
+// pipeline that keeps the link busy sees.
+void RunTransfers(benchmark::State& state, Backend backend, bool to_device) {
+  TpuDriver* driver = DriverFor(backend);
+  const int64_t bytes = state.range(0);
+  const int in_flight = static_cast<int>(state.range(1));
+  std::vector<std::vector<char>> host(in_flight, std::vector<char>(bytes, 5));
+  std::vector<std::unique_ptr<BufferHandle>> buffers;
+  for (int i = 0; i < in_flight; ++i) {
+    buffers.push_back(driver->Allocate(0, tpu_driver::HBM, bytes, {}));
+    // Twice: a transfer_to fills fresh contents while the old ones are
+    // still the buffer's, so the steady state recycles two blocks.
+    for (int warm_up = 0; warm_up < 2; ++warm_up) {
+      Check(driver->TransferToDevice(host[i].data(), buffers[i].get(), {})
+                ->Await(),
+            state);
+    }
+  }
+  std::vector<std::shared_ptr<Event>> pending(in_flight);
+  int64_t issued = 0;
+  const auto start = Clock::now();
+  for (auto _ : state) {
+    const int slot = static_cast<int>(issued++ % in_flight);
+    if (pending[slot] != nullptr) Check(pending[slot]->Await(), state);
+    pending[slot] =
+        to_device ? driver->TransferToDevice(host[slot].data(),
+                                             buffers[slot].get(), {})
+                  : driver->TransferFromDevice(buffers[slot].get(),
+                                               host[slot].data(), {});
+  }
+  for (auto& event : pending) {
+    if (event != nullptr) Check(event->Await(), state);
+  }
+  const double seconds = Seconds(Clock::now() - start);
+  for (auto& buffer : buffers) {
+    Check(driver->Deallocate(std::move(buffer), {})->Await(), state);
+  }
+  ReportThroughput(state, backend, bytes, seconds);
 }
 
 void BM_HostToDevice(benchmark::State& state, Backend backend) {
-  TpuDriver* driver = DriverFor(backend);
-  const int64_t bytes = state.range(0);
-  std::vector<char> src(bytes, 3);
-  auto buffer = driver->Allocate(0, tpu_driver::HBM, bytes, {});
-  Check(buffer->OnReady()->Await(), state);
-  Clock::duration total{};
-  for (auto _ : state) {
-    const auto start = Clock::now();
-    Check(driver->TransferToDevice(src.data(), buffer.get(), {})->Await(),
-          state);
-    total += Clock::now() - start;
-  }
-  Check(driver->Deallocate(std::move(buffer), {})->Await(), state);
-  ReportThroughput(state, backend, bytes, Seconds(total));
+  RunTransfers(state, backend, /*to_device=*/true);
 }
 
 void BM_DeviceToHost(benchmark::State& state, Backend backend) {
-  TpuDriver* driver = DriverFor(backend);
-  const int64_t bytes = state.range(0);
-  std::vector<char> data(bytes, 5);
-  auto buffer = driver->Allocate(0, tpu_driver::HBM, bytes, {});
-  Check(driver->TransferToDevice(data.data(), buffer.get(), {})->Await(),
-        state);
-  Clock::duration total{};
-  for (auto _ : state) {
-    const auto start = Clock::now();
-    Check(driver->TransferFromDevice(buffer.get(), data.data(), {})->Await(),
-          state);
-    total += Clock::now() - start;
-  }
-  Check(driver->Deallocate(std::move(buffer), {})->Await(), state);
-  ReportThroughput(state, backend, bytes, Seconds(total));
+  RunTransfers(state, backend, /*to_device=*/false);
 }
 
 // --- A tiny program's round trip ---------------------------------------------
@@ -299,41 +278,33 @@ void BM_PipelinedSmallOps(benchmark::State& state, Backend backend) {
       kOps * static_cast<double>(state.iterations()) / Seconds(total);
 }
 
-// A 256 MiB transfer's first run pays the page faults of every fresh copy;
-// what a training loop sees is the steady state after it.
-constexpr int kLargeIterations = 5;
+// {bytes, transfers in flight}. Each slot's first transfers, untimed, pay
+// the page faults of fresh memory; the timed ones measure the steady state a
+// training loop sees.
+void TransferArgs(benchmark::internal::Benchmark* b) {
+  b->Args({1 << 20, 1})->Args({1 << 20, 8})->UseRealTime();
+}
+void LargeTransferArgs(benchmark::internal::Benchmark* b) {
+  b->Args({256 << 20, 1})->Iterations(8)->UseRealTime();
+}
 
+BENCHMARK_CAPTURE(BM_HostToDevice, Grpc, Backend::kGrpc)->Apply(TransferArgs);
 BENCHMARK_CAPTURE(BM_HostToDevice, Grpc, Backend::kGrpc)
-    ->Arg(1 << 20)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_HostToDevice, Grpc, Backend::kGrpc)
-    ->Arg(256 << 20)
-    ->Iterations(kLargeIterations)
-    ->UseRealTime();
+    ->Apply(LargeTransferArgs);
+BENCHMARK_CAPTURE(BM_DeviceToHost, Grpc, Backend::kGrpc)->Apply(TransferArgs);
 BENCHMARK_CAPTURE(BM_DeviceToHost, Grpc, Backend::kGrpc)
-    ->Arg(1 << 20)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_DeviceToHost, Grpc, Backend::kGrpc)
-    ->Arg(256 << 20)
-    ->Iterations(kLargeIterations)
-    ->UseRealTime();
+    ->Apply(LargeTransferArgs);
 BENCHMARK_CAPTURE(BM_TinyProgramRoundTrip, Grpc, Backend::kGrpc)->UseRealTime();
 BENCHMARK_CAPTURE(BM_PipelinedSmallOps, Grpc, Backend::kGrpc)->UseRealTime();
 
 BENCHMARK_CAPTURE(BM_HostToDevice, Local, Backend::kLocal)
-    ->Arg(1 << 20)
-    ->UseRealTime();
+    ->Apply(TransferArgs);
 BENCHMARK_CAPTURE(BM_HostToDevice, Local, Backend::kLocal)
-    ->Arg(256 << 20)
-    ->Iterations(kLargeIterations)
-    ->UseRealTime();
+    ->Apply(LargeTransferArgs);
 BENCHMARK_CAPTURE(BM_DeviceToHost, Local, Backend::kLocal)
-    ->Arg(1 << 20)
-    ->UseRealTime();
+    ->Apply(TransferArgs);
 BENCHMARK_CAPTURE(BM_DeviceToHost, Local, Backend::kLocal)
-    ->Arg(256 << 20)
-    ->Iterations(kLargeIterations)
-    ->UseRealTime();
+    ->Apply(LargeTransferArgs);
 BENCHMARK_CAPTURE(BM_TinyProgramRoundTrip, Local, Backend::kLocal)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_PipelinedSmallOps, Local, Backend::kLocal)->UseRealTime();

@@ -1,0 +1,31 @@
+#ifndef SOFTWARE_TPU_DRIVER_TRANSFER_BASELINES_H_
+#define SOFTWARE_TPU_DRIVER_TRANSFER_BASELINES_H_
+
+// What the transfer benchmark compares the grpc:// driver with, measured in
+// the same run:
+// - raw loopback TCP: the wire's ceiling on this machine;
+// - a bare gRPC stream: the same library, channel settings and message
+//   sizes, with no protocol behind it. The gap between the two is gRPC's own;
+//   the gap between the bare stream and the driver is ours.
+//
+// Thread safety: each call sets up and tears down its own sockets or server.
+
+#include <cstdint>
+
+namespace tpu {
+
+// Bytes per second through one loopback TCP connection streaming at least
+// 256 MiB in system calls of min(message_bytes, 1 MiB); the best of three
+// rounds. The transfer size does not matter to a stream, only to the calls.
+double LoopbackTcpBytesPerSecond(int64_t message_bytes);
+
+// Bytes per second of `message_bytes` messages over a bare gRPC bidi stream
+// on loopback, each answered by a 1-byte message, with up to `in_flight`
+// unanswered (1: every message waits for its answer). Sends `messages`
+// messages after one untimed warm-up round. Zero if the server cannot start.
+double BareGrpcBytesPerSecond(int64_t message_bytes, int in_flight,
+                              int messages);
+
+}  // namespace tpu
+
+#endif  // SOFTWARE_TPU_DRIVER_TRANSFER_BASELINES_H_
