@@ -274,6 +274,63 @@ TEST_P(DriverConformanceTest, SixtyFourMiBTransferIsOneMessageAndBitExact) {
   EXPECT_TRUE(SameBits(values, back));
 }
 
+TEST_P(DriverConformanceTest, ManyTransfersInFlightAreEachBitExact) {
+  // Issued without waiting, so several payloads share protocol messages;
+  // sizes on both sides of every copy-or-reference threshold.
+  const std::vector<int64_t> counts = {1, 25, 4096, 5000, 75000, 1 << 18, 7};
+  std::vector<std::vector<float>> values;
+  std::vector<std::unique_ptr<BufferHandle>> buffers;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    values.push_back(RandomFloats(counts[i], 10 + static_cast<int>(i)));
+    buffers.push_back(driver_->Allocate(core(i), HBM, F32Array(counts[i]), {}));
+  }
+  std::vector<std::shared_ptr<Event>> writes;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    writes.push_back(
+        driver_->TransferToDevice(values[i].data(), buffers[i].get(), {}));
+  }
+  std::vector<std::vector<float>> back;
+  for (const auto& v : values) back.emplace_back(v.size(), -1.0f);
+  std::vector<std::shared_ptr<Event>> reads;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    reads.push_back(driver_->TransferFromDevice(
+        buffers[i].get(), back[i].data(), {writes[i].get()}));
+  }
+  for (size_t i = 0; i < counts.size(); ++i) {
+    ASSERT_TRUE(Wait(reads[i]).ok()) << "buffer " << i;
+    EXPECT_TRUE(SameBits(values[i], back[i])) << "buffer " << i;
+  }
+}
+
+TEST_P(DriverConformanceTest, NeverWrittenBufferReadsAsZeros) {
+  const int64_t count = 3 << 18;  // 3 MiB: made off the worker's thread.
+  auto buffer = driver_->Allocate(core(0), HBM, F32Array(count), {});
+  std::vector<float> back(count, 5.0f);
+  ASSERT_TRUE(
+      Wait(driver_->TransferFromDevice(buffer.get(), back.data(), {})).ok());
+  EXPECT_TRUE(SameBits(back, std::vector<float>(count, 0.0f)));
+}
+
+TEST_P(DriverConformanceTest, TransferFromReadsTheContentsOfItsTurn) {
+  // A read that was ordered before an overwrite sees the old bytes even when
+  // the overwrite completes while the read's response is still on its way.
+  const std::vector<float> before = RandomFloats(1 << 16, 20);
+  const std::vector<float> after = RandomFloats(1 << 16, 21);
+  auto buffer = Upload(core(0), before);
+  Drain();
+  std::vector<float> first(before.size()), second(before.size());
+  auto read_first =
+      driver_->TransferFromDevice(buffer.get(), first.data(), {});
+  auto overwrite = driver_->TransferToDevice(after.data(), buffer.get(),
+                                             {read_first.get()});
+  auto read_second = driver_->TransferFromDevice(buffer.get(), second.data(),
+                                                 {overwrite.get()});
+  ASSERT_TRUE(Wait(read_second).ok());
+  ASSERT_TRUE(Wait(read_first).ok());
+  EXPECT_TRUE(SameBits(first, before));
+  EXPECT_TRUE(SameBits(second, after));
+}
+
 TEST_P(DriverConformanceTest, EmptyBufferRoundTrip) {
   auto buffer = driver_->Allocate(core(0), HBM, 0, {});
   Step(driver_->TransferToDevice(nullptr, buffer.get(), {}), "transfer to");
