@@ -3,11 +3,16 @@
 //
 //   bazel run //driver:driver_benchmark
 //   bazel run //driver:driver_benchmark -- --benchmark_filter=Grpc
+//   bazel-bin/driver/driver_benchmark --grpc_target=grpc://10.0.0.2:8470
+//
+// grpc:// is measured against tpu_emulator in a child process
+// (driver/benchmark_servers.h has the flags).
 //
 // Counters: GBps (the driver), baseline_GBps, ratio (driver / baseline);
 // for grpc:// also bare_grpc_GBps, the same messages on a bare gRPC stream
 // (driver/transfer_baselines.h), and of_bare_grpc (driver / bare stream);
-// p50_us / p99_us for the round trip; ops_per_s for pipelined small ops.
+// p50_us / p99_us for the round trip, bare_grpc_rtt_us for one message and
+// its answer on the bare stream; ops_per_s for pipelined small ops.
 // Goals (issue 3): H2D/D2H >= 50% of loopback TCP; round trip p50 < 250 us;
 // pipelined >= 20,000 ops/s.
 
@@ -19,11 +24,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
+#include "driver/benchmark_servers.h"
 #include "driver/driver_registry.h"
 #include "driver/local/local_driver.h"
 #include "driver/stream_driver.h"
 #include "driver/transfer_baselines.h"
-#include "emulator/server.h"
 #include "hlo/host_memory.h"
 
 namespace tpu {
@@ -59,15 +64,13 @@ WorkerOptions BenchWorker() {
   return options;
 }
 
-// One emulator server and one driver per backend for the whole run.
+// Set by main before any benchmark runs.
+const BenchmarkTargets* targets = nullptr;
+
+// One driver per backend for the whole run.
 TpuDriver* GrpcDriver() {
   static TpuDriver* driver = [] {
-    ServerOptions options;
-    options.port = 0;
-    options.worker = BenchWorker();
-    static std::unique_ptr<Server> server = *Server::Start(options);
-    auto opened =
-        DriverRegistry::Open(absl::StrCat("grpc://", server->address()));
+    auto opened = DriverRegistry::Open(targets->worker);
     if (!opened.ok()) {
       std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
       std::abort();
@@ -119,7 +122,7 @@ void ReportThroughput(benchmark::State& state, Backend backend, int64_t bytes,
     // Where the gap to TCP lies: the same messages on a bare gRPC stream.
     const int in_flight = static_cast<int>(state.range(1));
     const double bare = BareGrpcBytesPerSecond(
-        bytes, in_flight, std::max<int>(4, (int64_t{1} << 30) / bytes));
+        targets->ack_server, bytes, in_flight, std::max<int>(4, (int64_t{1} << 30) / bytes));
     state.counters["bare_grpc_GBps"] = bare / 1e9;
     state.counters["of_bare_grpc"] = rate / bare;
   }
@@ -251,6 +254,13 @@ void BM_TinyProgramRoundTrip(benchmark::State& state, Backend backend) {
     state.counters["p50_us"] = latencies[latencies.size() / 2];
     state.counters["p99_us"] = latencies[latencies.size() * 99 / 100];
   }
+  if (backend == Backend::kGrpc) {
+    // The floor: one 16-byte message and its answer on a bare gRPC stream.
+    const int kPings = 2000;
+    const double rate =
+        BareGrpcBytesPerSecond(targets->ack_server, 16, 1, kPings);
+    if (rate > 0) state.counters["bare_grpc_rtt_us"] = 16 / rate * 1e6;
+  }
 }
 
 // --- Pipelined small operations ----------------------------------------------
@@ -314,6 +324,14 @@ BENCHMARK_CAPTURE(BM_PipelinedSmallOps, Local, Backend::kLocal)->UseRealTime();
 
 int main(int argc, char** argv) {
   tpu::ConfigureHostMemoryForLargeBuffers();  // as tpu_emulator and tpu_run
+  absl::StatusOr<tpu::BenchmarkTargets> targets =
+      tpu::StartBenchmarkServers(&argc, argv, tpu::BenchWorker());
+  if (!targets.ok()) {
+    std::fprintf(stderr, "driver_benchmark: %s\n",
+                 targets.status().ToString().c_str());
+    return 1;
+  }
+  tpu::targets = &*targets;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

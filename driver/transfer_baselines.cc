@@ -12,7 +12,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
@@ -119,25 +118,27 @@ double LoopbackTcpBytesPerSecond(int64_t message_bytes) {
   return best;
 }
 
-double BareGrpcBytesPerSecond(int64_t message_bytes, int in_flight,
-                              int messages) {
-  AckService service;
+std::unique_ptr<grpc::Server> StartAckServer(int* port) {
+  static AckService* service = new AckService();  // Stateless, shared.
   grpc::ServerBuilder builder;
-  int port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(&service);
+                           port);
+  builder.RegisterService(service);
   builder.SetMaxReceiveMessageSize(INT_MAX);
   builder.SetMaxSendMessageSize(INT_MAX);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) return 0;
+  if (*port == 0) return nullptr;
+  return server;
+}
 
+double BareGrpcBytesPerSecond(const std::string& address,
+                              int64_t message_bytes, int in_flight,
+                              int messages) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(std::numeric_limits<int>::max());
   args.SetMaxSendMessageSize(std::numeric_limits<int>::max());
   auto channel = grpc::CreateCustomChannel(
-      absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials(),
-      args);
+      address, grpc::InsecureChannelCredentials(), args);
   const grpc::internal::RpcMethod method(
       "/tpu_driver.CloudTpuDriver/StreamExecute",
       grpc::internal::RpcMethod::BIDI_STREAMING);
@@ -175,7 +176,6 @@ double BareGrpcBytesPerSecond(int64_t message_bytes, int in_flight,
   }
   stream->WritesDone();
   (void)stream->Finish();
-  server->Shutdown();
   return rate;
 }
 

@@ -8,9 +8,13 @@
 //   sizes, with no protocol behind it. The gap between the two is gRPC's own;
 //   the gap between the bare stream and the driver is ours.
 //
-// Thread safety: each call sets up and tears down its own sockets or server.
+// Thread safety: each call sets up and tears down its own sockets.
 
 #include <cstdint>
+#include <memory>
+#include <string>
+
+#include "grpcpp/server.h"
 
 namespace tpu {
 
@@ -19,11 +23,16 @@ namespace tpu {
 // rounds. The transfer size does not matter to a stream, only to the calls.
 double LoopbackTcpBytesPerSecond(int64_t message_bytes);
 
+// A server whose StreamExecute answers every message with one byte, without
+// looking at it, listening on 127.0.0.1:*port; null if it cannot listen.
+std::unique_ptr<grpc::Server> StartAckServer(int* port);
+
 // Bytes per second of `message_bytes` messages over a bare gRPC bidi stream
-// on loopback, each answered by a 1-byte message, with up to `in_flight`
+// to an ack server at `address` (host:port), with up to `in_flight`
 // unanswered (1: every message waits for its answer). Sends `messages`
-// messages after one untimed warm-up round. Zero if the server cannot start.
-double BareGrpcBytesPerSecond(int64_t message_bytes, int in_flight,
+// messages after one untimed warm-up round. Zero on any failure.
+double BareGrpcBytesPerSecond(const std::string& address,
+                              int64_t message_bytes, int in_flight,
                               int messages);
 
 }  // namespace tpu
