@@ -50,9 +50,8 @@ absl::StatusOr<int> StartChild(std::vector<std::string> argv) {
       return port;
     }
     if ((*child)->Wait(absl::Milliseconds(20)).ok()) {
-      return absl::UnavailableError(
-          absl::StrCat(argv[0], " exited: ",
-                       e2e::ReadFileOrEmpty(dir + "/err")));
+      return absl::UnavailableError(absl::StrCat(
+          argv[0], " exited: ", e2e::ReadFileOrEmpty(dir + "/err")));
     }
   }
   return absl::DeadlineExceededError(

@@ -121,8 +121,9 @@ void ReportThroughput(benchmark::State& state, Backend backend, int64_t bytes,
   if (backend == Backend::kGrpc) {
     // Where the gap to TCP lies: the same messages on a bare gRPC stream.
     const int in_flight = static_cast<int>(state.range(1));
-    const double bare = BareGrpcBytesPerSecond(
-        targets->ack_server, bytes, in_flight, std::max<int>(4, (int64_t{1} << 30) / bytes));
+    const double bare =
+        BareGrpcBytesPerSecond(targets->ack_server, bytes, in_flight,
+                               std::max<int>(4, (int64_t{1} << 30) / bytes));
     state.counters["bare_grpc_GBps"] = bare / 1e9;
     state.counters["of_bare_grpc"] = rate / bare;
   }
@@ -154,11 +155,10 @@ void RunTransfers(benchmark::State& state, Backend backend, bool to_device) {
   for (auto _ : state) {
     const int slot = static_cast<int>(issued++ % in_flight);
     if (pending[slot] != nullptr) Check(pending[slot]->Await(), state);
-    pending[slot] =
-        to_device ? driver->TransferToDevice(host[slot].data(),
-                                             buffers[slot].get(), {})
-                  : driver->TransferFromDevice(buffers[slot].get(),
-                                               host[slot].data(), {});
+    pending[slot] = to_device ? driver->TransferToDevice(
+                                    host[slot].data(), buffers[slot].get(), {})
+                              : driver->TransferFromDevice(
+                                    buffers[slot].get(), host[slot].data(), {});
   }
   for (auto& event : pending) {
     if (event != nullptr) Check(event->Await(), state);
@@ -307,12 +307,10 @@ BENCHMARK_CAPTURE(BM_DeviceToHost, Grpc, Backend::kGrpc)
 BENCHMARK_CAPTURE(BM_TinyProgramRoundTrip, Grpc, Backend::kGrpc)->UseRealTime();
 BENCHMARK_CAPTURE(BM_PipelinedSmallOps, Grpc, Backend::kGrpc)->UseRealTime();
 
-BENCHMARK_CAPTURE(BM_HostToDevice, Local, Backend::kLocal)
-    ->Apply(TransferArgs);
+BENCHMARK_CAPTURE(BM_HostToDevice, Local, Backend::kLocal)->Apply(TransferArgs);
 BENCHMARK_CAPTURE(BM_HostToDevice, Local, Backend::kLocal)
     ->Apply(LargeTransferArgs);
-BENCHMARK_CAPTURE(BM_DeviceToHost, Local, Backend::kLocal)
-    ->Apply(TransferArgs);
+BENCHMARK_CAPTURE(BM_DeviceToHost, Local, Backend::kLocal)->Apply(TransferArgs);
 BENCHMARK_CAPTURE(BM_DeviceToHost, Local, Backend::kLocal)
     ->Apply(LargeTransferArgs);
 BENCHMARK_CAPTURE(BM_TinyProgramRoundTrip, Local, Backend::kLocal)

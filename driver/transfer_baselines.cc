@@ -55,9 +55,9 @@ class AckReactor
   grpc::ByteBuffer ack_;
 };
 
-class AckService : public tpu_driver::CloudTpuDriver::
-                       WithRawCallbackMethod_StreamExecute<
-                           tpu_driver::CloudTpuDriver::Service> {
+class AckService
+    : public tpu_driver::CloudTpuDriver::WithRawCallbackMethod_StreamExecute<
+          tpu_driver::CloudTpuDriver::Service> {
  public:
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamExecute(
       grpc::CallbackServerContext*) override {
@@ -131,9 +131,8 @@ std::unique_ptr<grpc::Server> StartAckServer(int* port) {
   return server;
 }
 
-double BareGrpcBytesPerSecond(const std::string& address,
-                              int64_t message_bytes, int in_flight,
-                              int messages) {
+double BareGrpcBytesPerSecond(const std::string& address, int64_t message_bytes,
+                              int in_flight, int messages) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(std::numeric_limits<int>::max());
   args.SetMaxSendMessageSize(std::numeric_limits<int>::max());

@@ -31,9 +31,8 @@ std::unique_ptr<grpc::Server> StartAckServer(int* port);
 // to an ack server at `address` (host:port), with up to `in_flight`
 // unanswered (1: every message waits for its answer). Sends `messages`
 // messages after one untimed warm-up round. Zero on any failure.
-double BareGrpcBytesPerSecond(const std::string& address,
-                              int64_t message_bytes, int in_flight,
-                              int messages);
+double BareGrpcBytesPerSecond(const std::string& address, int64_t message_bytes,
+                              int in_flight, int messages);
 
 }  // namespace tpu
 

@@ -26,11 +26,11 @@ class StreamReactor
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   explicit StreamReactor(Worker* worker) {
-    stream_ = worker->OpenStream([this](
-                                     const tpu_driver::StreamResponse& response,
-                                     const TransferData& transfer_data) {
-      Enqueue(EncodeStreamResponse(response, transfer_data));
-    });
+    stream_ =
+        worker->OpenStream([this](const tpu_driver::StreamResponse& response,
+                                  const TransferData& transfer_data) {
+          Enqueue(EncodeStreamResponse(response, transfer_data));
+        });
     StartRead(&read_buffer_);
   }
 

@@ -9,12 +9,13 @@
 namespace tpu {
 namespace {
 
-constexpr uint32_t kRequestEntry = 30;      // StreamRequest.entry
-constexpr uint32_t kEntryTransferTo = 4;    // StreamRequest.Entry.transfer_to
-constexpr uint32_t kTransferToData = 2;     // TransferToDeviceRequest.data
-constexpr uint32_t kResponseEntry = 20;     // StreamResponse.entry
-constexpr uint32_t kEntryTransferFrom = 3;  // StreamResponse.Entry.transfer_from
-constexpr uint32_t kTransferFromData = 2;   // TransferFromDeviceResponse.data
+constexpr uint32_t kRequestEntry = 30;    // StreamRequest.entry
+constexpr uint32_t kEntryTransferTo = 4;  // StreamRequest.Entry.transfer_to
+constexpr uint32_t kTransferToData = 2;   // TransferToDeviceRequest.data
+constexpr uint32_t kResponseEntry = 20;   // StreamResponse.entry
+constexpr uint32_t kEntryTransferFrom =
+    3;                                     // StreamResponse.Entry.transfer_from
+constexpr uint32_t kTransferFromData = 2;  // TransferFromDeviceResponse.data
 
 // Payloads smaller than this are copied into the framing text: a slice of
 // their own costs more than the copy.
@@ -74,8 +75,8 @@ void AppendEntryWithoutData(const SliceReader& reader, size_t offset,
                             std::string* out) {
   reader.AppendTo(offset, scan.field_begin - offset, out);
   const size_t data_end = scan.data_offset + scan.data_size;
-  const size_t rest = (scan.data_begin - scan.value_begin) +
-                      (scan.field_end - data_end);
+  const size_t rest =
+      (scan.data_begin - scan.value_begin) + (scan.field_end - data_end);
   wire::AppendVarint(wire::LengthDelimitedTag(kEntryTransferTo), out);
   wire::AppendVarint(rest, out);
   reader.AppendTo(scan.value_begin, scan.data_begin - scan.value_begin, out);
@@ -116,7 +117,8 @@ bool DecodeStreamRequest(const grpc::ByteBuffer& buffer,
     bytes.clear();
     if (scan.found) {
       AppendEntryWithoutData(reader, offset, end, scan, &bytes);
-      auto payload = AlignedBuffer::Allocate(static_cast<int64_t>(scan.data_size));
+      auto payload =
+          AlignedBuffer::Allocate(static_cast<int64_t>(scan.data_size));
       reader.Copy(scan.data_offset, scan.data_size, payload->data());
       transfer_data->resize(request->entry_size() + 1);
       transfer_data->back() = std::move(payload);
@@ -129,8 +131,9 @@ bool DecodeStreamRequest(const grpc::ByteBuffer& buffer,
   return true;
 }
 
-grpc::ByteBuffer EncodeStreamResponse(const tpu_driver::StreamResponse& response,
-                                      const TransferData& transfer_data) {
+grpc::ByteBuffer EncodeStreamResponse(
+    const tpu_driver::StreamResponse& response,
+    const TransferData& transfer_data) {
   SliceWriter writer;
   for (int i = 0; i < response.entry_size(); ++i) {
     const tpu_driver::StreamResponse::Entry& entry = response.entry(i);

@@ -11,8 +11,8 @@
 //
 // Thread safety: stateless functions.
 
-#include "grpcpp/support/byte_buffer.h"
 #include "emulator/transfer_data.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "proto/tpu_service.pb.h"
 
 namespace tpu {
@@ -26,8 +26,9 @@ bool DecodeStreamRequest(const grpc::ByteBuffer& buffer,
 
 // Serializes `response` with `transfer_data` as its entries' transfer_from
 // data. The result keeps the payloads alive until gRPC has sent it.
-grpc::ByteBuffer EncodeStreamResponse(const tpu_driver::StreamResponse& response,
-                                      const TransferData& transfer_data);
+grpc::ByteBuffer EncodeStreamResponse(
+    const tpu_driver::StreamResponse& response,
+    const TransferData& transfer_data);
 
 }  // namespace tpu
 

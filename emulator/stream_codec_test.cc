@@ -63,11 +63,11 @@ TEST(StreamCodecTest, TransferToDataComesOutBesideItsEntry) {
   for (size_t piece : {size_t{1} << 20, size_t{4096}, size_t{7}}) {
     StreamRequest decoded;
     TransferData transfer_data;
-    ASSERT_TRUE(DecodeStreamRequest(Received(request.SerializeAsString(), piece),
-                                    &decoded, &transfer_data));
+    ASSERT_TRUE(
+        DecodeStreamRequest(Received(request.SerializeAsString(), piece),
+                            &decoded, &transfer_data));
     ASSERT_EQ(decoded.entry_size(), 3);
-    EXPECT_EQ(decoded.entry(0).SerializeAsString(),
-              alloc->SerializeAsString());
+    EXPECT_EQ(decoded.entry(0).SerializeAsString(), alloc->SerializeAsString());
     EXPECT_EQ(PayloadOf(transfer_data, 0), nullptr);
     EXPECT_EQ(decoded.entry(1).operation_id(), 2);
     EXPECT_EQ(decoded.entry(1).wait_for_id(0), 1);
@@ -108,7 +108,8 @@ TEST(StreamCodecTest, RepeatedTransferToFieldsMergeAsProtobufDoes) {
 
   StreamRequest decoded;
   TransferData transfer_data;
-  ASSERT_TRUE(DecodeStreamRequest(Received(bytes, 3), &decoded, &transfer_data));
+  ASSERT_TRUE(
+      DecodeStreamRequest(Received(bytes, 3), &decoded, &transfer_data));
   ASSERT_EQ(decoded.entry_size(), 1);
   EXPECT_EQ(decoded.entry(0).operation_id(), 5);
   EXPECT_EQ(decoded.entry(0).transfer_to().target_handle(), 4);
@@ -126,14 +127,15 @@ TEST(StreamCodecTest, MalformedRequestsAreRejected) {
   StreamRequest decoded;
   TransferData transfer_data;
   for (size_t cut : {size_t{1}, size_t{3}, size_t{10}, good.size() - 1}) {
-    EXPECT_FALSE(DecodeStreamRequest(Received(good.substr(0, cut), 5),
-                                     &decoded, &transfer_data))
+    EXPECT_FALSE(DecodeStreamRequest(Received(good.substr(0, cut), 5), &decoded,
+                                     &transfer_data))
         << "truncated at " << cut;
   }
   // A group (wire type 3) where the entry should be.
   EXPECT_FALSE(DecodeStreamRequest(Received(std::string("\xf3\x01", 2), 5),
                                    &decoded, &transfer_data));
-  ASSERT_TRUE(DecodeStreamRequest(grpc::ByteBuffer(), &decoded, &transfer_data));
+  ASSERT_TRUE(
+      DecodeStreamRequest(grpc::ByteBuffer(), &decoded, &transfer_data));
   EXPECT_EQ(decoded.entry_size(), 0);
 }
 

@@ -29,8 +29,8 @@ namespace tpu {
 using TransferData = std::vector<std::shared_ptr<AlignedBuffer>>;
 
 // Entry `index`'s payload, or null.
-inline const std::shared_ptr<AlignedBuffer>& PayloadOf(
-    const TransferData& data, int index) {
+inline const std::shared_ptr<AlignedBuffer>& PayloadOf(const TransferData& data,
+                                                       int index) {
   static const std::shared_ptr<AlignedBuffer> kNone;
   return index < static_cast<int>(data.size()) ? data[index] : kNone;
 }

@@ -98,8 +98,8 @@ class Worker {
 
   // Receives responses, with transfer_from payloads beside them
   // (emulator/transfer_data.h; InlineTransferData makes plain messages).
-  using ResponseCallback = std::function<void(
-      const tpu_driver::StreamResponse&, const TransferData&)>;
+  using ResponseCallback = std::function<void(const tpu_driver::StreamResponse&,
+                                              const TransferData&)>;
 
   // Starts a stream. `on_response` runs on worker threads, never concurrently
   // with itself for one stream, and never after the stream was destroyed; it

@@ -22,16 +22,16 @@ namespace tpu {
 class TestStream {
  public:
   explicit TestStream(Worker* worker) {
-    stream_ = worker->OpenStream([this](const tpu_driver::StreamResponse& r,
-                                        const TransferData& data) {
-      tpu_driver::StreamResponse plain = r;
-      InlineTransferData(data, &plain);
-      absl::MutexLock lock(&mu_);
-      ++batches_;
-      for (const auto& e : plain.entry()) {
-        responses_[e.operation_id()].push_back(e);
-      }
-    });
+    stream_ = worker->OpenStream(
+        [this](const tpu_driver::StreamResponse& r, const TransferData& data) {
+          tpu_driver::StreamResponse plain = r;
+          InlineTransferData(data, &plain);
+          absl::MutexLock lock(&mu_);
+          ++batches_;
+          for (const auto& e : plain.entry()) {
+            responses_[e.operation_id()].push_back(e);
+          }
+        });
   }
 
   void Send(std::vector<tpu_driver::StreamRequest::Entry> entries) {

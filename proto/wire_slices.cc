@@ -90,8 +90,7 @@ bool SliceReader::ReadVarint(size_t* offset, uint64_t* value) const {
   return false;
 }
 
-bool SliceReader::ReadLength(size_t end, size_t* offset,
-                             size_t* length) const {
+bool SliceReader::ReadLength(size_t end, size_t* offset, size_t* length) const {
   uint64_t value;
   if (!ReadVarint(offset, &value) || *offset > end || value > end - *offset) {
     return false;

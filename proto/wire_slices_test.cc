@@ -18,8 +18,8 @@ SliceReader Pieces(const std::string& bytes, size_t piece) {
 }
 
 TEST(WireSlicesTest, VarintsRoundTripAcrossSliceBoundaries) {
-  const std::vector<uint64_t> values = {0, 1, 127, 128, 300, uint64_t{1} << 35,
-                                        ~uint64_t{0}};
+  const std::vector<uint64_t> values = {
+      0, 1, 127, 128, 300, uint64_t{1} << 35, ~uint64_t{0}};
   std::string bytes;
   for (uint64_t v : values) {
     const size_t before = bytes.size();

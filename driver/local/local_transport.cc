@@ -60,11 +60,11 @@ class LocalTransportStream : public TransportStream {
       : state_(std::make_shared<StreamState>()) {
     state_->callbacks = std::move(callbacks);
     std::shared_ptr<StreamState> state = state_;
-    stream_ = worker->OpenStream([state](
-                                     const tpu_driver::StreamResponse& response,
-                                     const TransferData& transfer_data) {
-      state->Respond(response, transfer_data);
-    });
+    stream_ =
+        worker->OpenStream([state](const tpu_driver::StreamResponse& response,
+                                   const TransferData& transfer_data) {
+          state->Respond(response, transfer_data);
+        });
   }
 
   ~LocalTransportStream() override {

@@ -319,10 +319,9 @@ TEST_P(DriverConformanceTest, TransferFromReadsTheContentsOfItsTurn) {
   auto buffer = Upload(core(0), before);
   Drain();
   std::vector<float> first(before.size()), second(before.size());
-  auto read_first =
-      driver_->TransferFromDevice(buffer.get(), first.data(), {});
-  auto overwrite = driver_->TransferToDevice(after.data(), buffer.get(),
-                                             {read_first.get()});
+  auto read_first = driver_->TransferFromDevice(buffer.get(), first.data(), {});
+  auto overwrite =
+      driver_->TransferToDevice(after.data(), buffer.get(), {read_first.get()});
   auto read_second = driver_->TransferFromDevice(buffer.get(), second.data(),
                                                  {overwrite.get()});
   ASSERT_TRUE(Wait(read_second).ok());
