@@ -325,7 +325,10 @@ int main(int argc, char** argv) {
   absl::StatusOr<tpu::BenchmarkTargets> targets =
       tpu::StartBenchmarkServers(&argc, argv, tpu::BenchWorker());
   if (!targets.ok()) {
-    std::fprintf(stderr, "driver_benchmark: %s\n",
+    std::fprintf(stderr,
+                 "driver_benchmark: cannot start the servers to measure: %s\n"
+                 "Run it from bazel-bin (it finds tpu_emulator in its "
+                 "runfiles), or pass --in_process_servers.\n",
                  targets.status().ToString().c_str());
     return 1;
   }
