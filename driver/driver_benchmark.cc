@@ -110,8 +110,8 @@ void Check(absl::Status status, benchmark::State& state) {
 
 // --- Transfers -------------------------------------------------------------
 
-void ReportThroughput(benchmark::State& state, Backend backend, int64_t bytes,
-                      double seconds) {
+void ReportThroughput(benchmark::State& state, Backend backend, bool to_device,
+                      int64_t bytes, double seconds) {
   const double rate = bytes * static_cast<double>(state.iterations()) / seconds;
   const double baseline = BaselineFor(backend, bytes);
   state.SetBytesProcessed(bytes * state.iterations());
@@ -123,7 +123,8 @@ void ReportThroughput(benchmark::State& state, Backend backend, int64_t bytes,
     const int in_flight = static_cast<int>(state.range(1));
     const double bare =
         BareGrpcBytesPerSecond(targets->ack_server, bytes, in_flight,
-                               std::max<int>(4, (int64_t{1} << 30) / bytes));
+                               std::max<int>(4, (int64_t{1} << 30) / bytes),
+                               /*to_server=*/to_device);
     state.counters["bare_grpc_GBps"] = bare / 1e9;
     state.counters["of_bare_grpc"] = rate / bare;
   }
@@ -167,7 +168,7 @@ void RunTransfers(benchmark::State& state, Backend backend, bool to_device) {
   for (auto& buffer : buffers) {
     Check(driver->Deallocate(std::move(buffer), {})->Await(), state);
   }
-  ReportThroughput(state, backend, bytes, seconds);
+  ReportThroughput(state, backend, to_device, bytes, seconds);
 }
 
 void BM_HostToDevice(benchmark::State& state, Backend backend) {
@@ -258,7 +259,8 @@ void BM_TinyProgramRoundTrip(benchmark::State& state, Backend backend) {
     // The floor: one 16-byte message and its answer on a bare gRPC stream.
     const int kPings = 2000;
     const double rate =
-        BareGrpcBytesPerSecond(targets->ack_server, 16, 1, kPings);
+        BareGrpcBytesPerSecond(targets->ack_server, 16, 1, kPings,
+                               /*to_server=*/true);
     if (rate > 0) state.counters["bare_grpc_rtt_us"] = 16 / rate * 1e6;
   }
 }

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -27,23 +29,34 @@ double Seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// Answers every message of a StreamExecute call with one byte, without
-// looking at it.
+// Answers every message of a StreamExecute call without parsing it: an
+// 8-byte message asks for a reply of that many bytes (little-endian), any
+// other gets one byte. Replies are sent from memory allocated once, by
+// reference, as the emulator sends transfer_from data.
 class AckReactor
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  AckReactor() {
-    grpc::Slice one("!", 1);
-    ack_ = grpc::ByteBuffer(&one, 1);
-    StartRead(&in_);
-  }
+  AckReactor() { StartRead(&in_); }
   void OnReadDone(bool ok) override {
     if (!ok) {
       Finish(grpc::Status::OK);
       return;
     }
+    uint64_t asked = 1;
+    std::vector<grpc::Slice> slices;
+    if (in_.Length() == sizeof(asked) && in_.Dump(&slices).ok() &&
+        slices.size() == 1) {
+      std::memcpy(&asked, slices[0].begin(), sizeof(asked));
+    }
     in_.Clear();
-    StartWrite(&ack_);
+    if (asked != reply_bytes_) {
+      payload_.assign(asked, '!');
+      grpc::Slice reply(payload_.data(), payload_.size(),
+                        grpc::Slice::STATIC_SLICE);
+      reply_ = grpc::ByteBuffer(&reply, 1);
+      reply_bytes_ = asked;
+    }
+    StartWrite(&reply_);
   }
   void OnWriteDone(bool ok) override {
     if (ok) StartRead(&in_);
@@ -52,7 +65,9 @@ class AckReactor
 
  private:
   grpc::ByteBuffer in_;
-  grpc::ByteBuffer ack_;
+  std::string payload_;
+  uint64_t reply_bytes_ = 0;
+  grpc::ByteBuffer reply_;
 };
 
 class AckService
@@ -132,7 +147,7 @@ std::unique_ptr<grpc::Server> StartAckServer(int* port) {
 }
 
 double BareGrpcBytesPerSecond(const std::string& address, int64_t message_bytes,
-                              int in_flight, int messages) {
+                              int in_flight, int messages, bool to_server) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(std::numeric_limits<int>::max());
   args.SetMaxSendMessageSize(std::numeric_limits<int>::max());
@@ -147,21 +162,27 @@ double BareGrpcBytesPerSecond(const std::string& address, int64_t message_bytes,
              grpc::ByteBuffer, grpc::ByteBuffer>::Create(channel.get(), method,
                                                          &context));
   // The payload is referenced, not copied, as the driver's encoder does.
-  std::vector<char> payload(message_bytes, 3);
+  const uint64_t request_bytes =
+      to_server ? static_cast<uint64_t>(message_bytes) : sizeof(uint64_t);
+  std::vector<char> payload(request_bytes, 3);
+  if (!to_server) {
+    const uint64_t asked = static_cast<uint64_t>(message_bytes);
+    std::memcpy(payload.data(), &asked, sizeof(asked));
+  }
   grpc::Slice slice(payload.data(), payload.size(), grpc::Slice::STATIC_SLICE);
   const grpc::ByteBuffer message(&slice, 1);
-  grpc::ByteBuffer ack;
+  grpc::ByteBuffer reply;
   auto send = [&](int count) {
     int unanswered = 0;
     for (int i = 0; i < count; ++i) {
       if (!stream->Write(message)) return false;
       if (++unanswered == in_flight) {
-        if (!stream->Read(&ack)) return false;
+        if (!stream->Read(&reply)) return false;
         --unanswered;
       }
     }
     for (; unanswered > 0; --unanswered) {
-      if (!stream->Read(&ack)) return false;
+      if (!stream->Read(&reply)) return false;
     }
     return true;
   };

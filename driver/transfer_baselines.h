@@ -23,16 +23,18 @@ namespace tpu {
 // rounds. The transfer size does not matter to a stream, only to the calls.
 double LoopbackTcpBytesPerSecond(int64_t message_bytes);
 
-// A server whose StreamExecute answers every message with one byte, without
-// looking at it, listening on 127.0.0.1:*port; null if it cannot listen.
+// A server whose StreamExecute answers every message without parsing it: an
+// 8-byte message asks for a reply of that many bytes, any other gets one
+// byte. Listens on 127.0.0.1:*port; null if it cannot listen.
 std::unique_ptr<grpc::Server> StartAckServer(int* port);
 
 // Bytes per second of `message_bytes` messages over a bare gRPC bidi stream
-// to an ack server at `address` (host:port), with up to `in_flight`
-// unanswered (1: every message waits for its answer). Sends `messages`
-// messages after one untimed warm-up round. Zero on any failure.
+// to an ack server at `address` (host:port): sent by the client if
+// `to_server`, else asked for with 8-byte requests and sent by the server.
+// Up to `in_flight` messages are unanswered at a time (1: each waits for its
+// answer). Sends `messages` after an untimed warm-up. Zero on any failure.
 double BareGrpcBytesPerSecond(const std::string& address, int64_t message_bytes,
-                              int in_flight, int messages);
+                              int in_flight, int messages, bool to_server);
 
 }  // namespace tpu
 
