@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -73,7 +74,7 @@ TpuDriver* GrpcDriver() {
     auto opened = DriverRegistry::Open(targets->worker);
     if (!opened.ok()) {
       std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
-      std::abort();
+      std::exit(1);
     }
     return opened->release();
   }();
@@ -86,7 +87,7 @@ TpuDriver* LocalDriver() {
     auto opened = OpenLocalDriver(std::shared_ptr<Worker>(*std::move(worker)));
     if (!opened.ok()) {
       std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
-      std::abort();
+      std::exit(1);
     }
     return opened->release();
   }();
