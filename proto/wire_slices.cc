@@ -146,4 +146,108 @@ grpc::ByteBuffer SliceWriter::Finish() {
   return buffer;
 }
 
+bool FindNestedBytes(const SliceReader& reader, size_t begin, size_t end,
+                     NestedBytes nested, NestedBytesAt* at) {
+  *at = NestedBytesAt();
+  size_t offset = begin;
+  while (offset < end) {
+    const size_t outer_begin = offset;
+    uint64_t tag;
+    if (!reader.ReadVarint(&offset, &tag)) return false;
+    if (tag != wire::LengthDelimitedTag(nested.outer)) {
+      if (!reader.SkipValue(wire::WireTypeOf(tag), end, &offset)) return false;
+      continue;
+    }
+    size_t length;
+    if (!reader.ReadLength(end, &offset, &length)) return false;
+    const size_t outer_value = offset;
+    const size_t outer_end = offset + length;
+    while (offset < outer_end) {
+      const size_t field_begin = offset;
+      uint64_t inner;
+      if (!reader.ReadVarint(&offset, &inner)) return false;
+      if (inner != wire::LengthDelimitedTag(nested.inner)) {
+        if (!reader.SkipValue(wire::WireTypeOf(inner), outer_end, &offset)) {
+          return false;
+        }
+        continue;
+      }
+      size_t size;
+      if (!reader.ReadLength(outer_end, &offset, &size)) return false;
+      *at = {true,        nested.outer, outer_begin, outer_end,
+             outer_value, field_begin,  offset,      size};
+      offset += size;
+    }
+  }
+  return offset == end;
+}
+
+void AppendWithoutNestedBytes(const SliceReader& reader, size_t begin,
+                              size_t end, const NestedBytesAt& at,
+                              std::string* out) {
+  reader.AppendTo(begin, at.outer_begin - begin, out);
+  const size_t field_end = at.offset + at.size;
+  const size_t rest =
+      (at.field_begin - at.outer_value) + (at.outer_end - field_end);
+  wire::AppendVarint(wire::LengthDelimitedTag(at.outer), out);
+  wire::AppendVarint(rest, out);
+  reader.AppendTo(at.outer_value, at.field_begin - at.outer_value, out);
+  reader.AppendTo(field_end, at.outer_end - field_end, out);
+  reader.AppendTo(at.outer_end, end - at.outer_end, out);
+}
+
+namespace {
+
+// Sizes of `outer { inner: payload }` and of its `inner` field.
+struct PayloadFieldSizes {
+  size_t inner;
+  size_t outer;
+};
+
+PayloadFieldSizes SizesOf(NestedBytes nested, size_t payload_size) {
+  PayloadFieldSizes sizes;
+  sizes.inner = wire::VarintSize(wire::LengthDelimitedTag(nested.inner)) +
+                wire::VarintSize(payload_size) + payload_size;
+  sizes.outer = wire::VarintSize(wire::LengthDelimitedTag(nested.outer)) +
+                wire::VarintSize(sizes.inner) + sizes.inner;
+  return sizes;
+}
+
+size_t FieldSize(uint32_t field, size_t value_size) {
+  return wire::VarintSize(wire::LengthDelimitedTag(field)) +
+         wire::VarintSize(value_size) + value_size;
+}
+
+}  // namespace
+
+size_t FieldWithPayloadSize(uint32_t field,
+                            const google::protobuf::MessageLite& message,
+                            NestedBytes nested, const size_t* payload_size) {
+  size_t value = message.ByteSizeLong();
+  if (payload_size != nullptr) value += SizesOf(nested, *payload_size).outer;
+  return FieldSize(field, value);
+}
+
+size_t AppendFieldUpToPayload(uint32_t field,
+                              const google::protobuf::MessageLite& message,
+                              NestedBytes nested, const size_t* payload_size,
+                              std::string* out) {
+  const size_t message_size = message.ByteSizeLong();
+  PayloadFieldSizes sizes = {0, 0};
+  if (payload_size != nullptr) sizes = SizesOf(nested, *payload_size);
+  wire::AppendVarint(wire::LengthDelimitedTag(field), out);
+  wire::AppendVarint(message_size + sizes.outer, out);
+  const size_t at = out->size();
+  out->resize(at + message_size);
+  message.SerializePartialToArray(out->data() + at,
+                                  static_cast<int>(message_size));
+  if (payload_size != nullptr) {
+    wire::AppendVarint(wire::LengthDelimitedTag(nested.outer), out);
+    wire::AppendVarint(sizes.inner, out);
+    wire::AppendVarint(wire::LengthDelimitedTag(nested.inner), out);
+    wire::AppendVarint(*payload_size, out);
+  }
+  return FieldSize(field, message_size + sizes.outer);
+}
+
 }  // namespace tpu

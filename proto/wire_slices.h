@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "google/protobuf/message_lite.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
 
@@ -79,6 +80,77 @@ class SliceReader {
   std::vector<grpc::Slice> slices_;
   std::vector<size_t> starts_;  // offset of each slice, then the total
 };
+
+// A transfer's bytes as StreamExecute carries them: the bytes field `inner`
+// of the message field `outer` of an entry (transfer_to.data of a request
+// entry, transfer_from.data of a response entry).
+struct NestedBytes {
+  uint32_t outer;
+  uint32_t inner;
+};
+
+// Where the occurrence of a NestedBytes that protobuf keeps sits in a message:
+// the last one (repeated occurrences of a message field merge, and the last
+// value of a bytes field wins).
+struct NestedBytesAt {
+  bool found = false;
+  uint32_t outer = 0;      // the `outer` field number
+  size_t outer_begin = 0;  // the `outer` field holding it, tag included
+  size_t outer_end = 0;
+  size_t outer_value = 0;  // where that field's contents start
+  size_t field_begin = 0;  // the `inner` field, tag included
+  size_t offset = 0;       // its bytes
+  size_t size = 0;
+};
+
+// Finds `nested` in the message [begin, end); false if that is malformed.
+bool FindNestedBytes(const SliceReader& reader, size_t begin, size_t end,
+                     NestedBytes nested, NestedBytesAt* at);
+
+// Appends the message [begin, end) without the field `at` found (re-framing
+// the `outer` field that held it). REQUIRES: at.found.
+void AppendWithoutNestedBytes(const SliceReader& reader, size_t begin,
+                              size_t end, const NestedBytesAt& at,
+                              std::string* out);
+
+// Calls visit(begin, end) with the value of every length-delimited field
+// `field` of the whole message, in order, skipping other fields as protobuf
+// would. False if the framing is malformed or `visit` returned false.
+template <typename Visit>
+bool ForEachMessageField(const SliceReader& reader, uint32_t field,
+                         Visit visit) {
+  size_t offset = 0;
+  while (offset < reader.size()) {
+    uint64_t tag;
+    if (!reader.ReadVarint(&offset, &tag)) return false;
+    if (tag != wire::LengthDelimitedTag(field)) {
+      if (!reader.SkipValue(wire::WireTypeOf(tag), reader.size(), &offset)) {
+        return false;
+      }
+      continue;
+    }
+    size_t length;
+    if (!reader.ReadLength(reader.size(), &offset, &length)) return false;
+    if (!visit(offset, offset + length)) return false;
+    offset += length;
+  }
+  return true;
+}
+
+// Writes field `field` holding `message` followed by, if `payload_size` is
+// set, `nested.outer { nested.inner: <payload_size bytes> }` (which protobuf
+// merges into the message's own `outer`), up to where the payload's bytes go:
+// the caller adds those next, typically as a slice of their own. Returns the
+// whole field's size, payload included. Serializes partially: the payload may
+// be a required field.
+size_t AppendFieldUpToPayload(uint32_t field,
+                              const google::protobuf::MessageLite& message,
+                              NestedBytes nested, const size_t* payload_size,
+                              std::string* out);
+// The size AppendFieldUpToPayload would return.
+size_t FieldWithPayloadSize(uint32_t field,
+                            const google::protobuf::MessageLite& message,
+                            NestedBytes nested, const size_t* payload_size);
 
 // Builds a message as a list of slices: framing and small fields are written
 // as text, large payloads join as slices of their own, uncopied.

@@ -8,13 +8,9 @@
 namespace tpu {
 namespace {
 
-using wire::AppendVarint;
-using wire::VarintSize;
-
-// Tags of the StreamRequest framing we write.
-constexpr uint32_t kStreamRequestEntryTag = wire::LengthDelimitedTag(30);
-constexpr uint32_t kEntryTransferToTag = wire::LengthDelimitedTag(4);
-constexpr uint32_t kTransferToDataTag = wire::LengthDelimitedTag(2);
+constexpr uint32_t kRequestEntry = 30;  // StreamRequest.entry
+// transfer_to.data: Entry field 4, TransferToDeviceRequest field 2.
+constexpr NestedBytes kTransferToData = {4, 2};
 
 }  // namespace
 
@@ -23,39 +19,22 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(
   std::vector<grpc::ByteBuffer> messages;
   SliceWriter builder;
   for (const OutgoingEntry& outgoing : batch) {
-    const auto& entry = outgoing.entry;
-    const size_t entry_size = entry.ByteSizeLong();
-    const bool has_payload = entry.has_transfer_to();
-    // transfer_to { data: payload } appended after the entry's own fields.
-    size_t data_field = 0;
-    size_t payload_field = 0;
-    if (has_payload) {
-      data_field =
-          1 + VarintSize(outgoing.payload.size()) + outgoing.payload.size();
-      payload_field = 1 + VarintSize(data_field) + data_field;
-    }
-    const size_t total = entry_size + payload_field;
-    const int64_t framed = static_cast<int64_t>(
-        VarintSize(kStreamRequestEntryTag) + VarintSize(total) + total);
+    // The payload rides after the entry's own fields, as a second
+    // transfer_to holding only the data.
+    const size_t payload_size = outgoing.payload.size();
+    const size_t* payload =
+        outgoing.entry.has_transfer_to() ? &payload_size : nullptr;
+    const int64_t framed = static_cast<int64_t>(FieldWithPayloadSize(
+        kRequestEntry, outgoing.entry, kTransferToData, payload));
     if (!builder.empty() && builder.size() + framed > max_message_bytes) {
       messages.push_back(builder.Finish());
     }
-    std::string* text = builder.text();
-    AppendVarint(kStreamRequestEntryTag, text);
-    AppendVarint(total, text);
-    const size_t at = text->size();
-    text->resize(at + entry_size);
-    // Partial: transfer_to.data, a required field, is appended below.
-    entry.SerializePartialToArray(&(*text)[at], static_cast<int>(entry_size));
-    if (has_payload) {
-      AppendVarint(kEntryTransferToTag, text);
-      AppendVarint(data_field, text);
-      AppendVarint(kTransferToDataTag, text);
-      AppendVarint(outgoing.payload.size(), text);
+    AppendFieldUpToPayload(kRequestEntry, outgoing.entry, kTransferToData,
+                           payload, builder.text());
+    if (payload != nullptr) {
       // Referenced, not copied: the caller keeps the bytes valid until the
       // operation answers, and a synchronous Write has consumed them by then.
-      builder.AddSlice(grpc::Slice(outgoing.payload.data(),
-                                   outgoing.payload.size(),
+      builder.AddSlice(grpc::Slice(outgoing.payload.data(), payload_size,
                                    grpc::Slice::STATIC_SLICE));
     }
   }
