@@ -17,6 +17,7 @@ Dispatcher::~Dispatcher() {
 void Dispatcher::Post(std::function<void()> fn) {
   absl::MutexLock lock(&mu_);
   if (stopping_ && !OnDispatcherThread()) return;
+  unfinished_.fetch_add(1);
   queue_.push_back(std::move(fn));
 }
 
@@ -37,7 +38,11 @@ void Dispatcher::Loop() {
       batch.swap(queue_);
     }
     // Run outside the lock: closures post more work.
-    for (auto& fn : batch) fn();
+    for (auto& fn : batch) {
+      fn();
+      fn = nullptr;  // Its captures go before it counts as finished.
+      unfinished_.fetch_sub(1);
+    }
     batch.clear();
   }
 }

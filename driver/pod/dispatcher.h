@@ -10,6 +10,7 @@
 // Thread safety: Post may be called from any thread, including from a closure
 // running on the dispatcher.
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <thread>
@@ -35,12 +36,19 @@ class Dispatcher {
   // True on the dispatcher thread itself.
   bool OnDispatcherThread() const;
 
+  // True when every closure posted so far has finished running. A caller
+  // that saw the effect of a closure (say, an operation it completed) and
+  // then sees Idle() knows that closure's remaining work is done too.
+  bool Idle() const { return unfinished_.load() == 0; }
+
  private:
   void Loop();
 
   absl::Mutex mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Closures posted and not yet finished (queued or running).
+  std::atomic<int64_t> unfinished_{0};
 
   // Last: started after, and joined before, the state above.
   std::thread thread_;

@@ -110,7 +110,20 @@ void PodScheduler::DependencyDone(const std::shared_ptr<Pending>& pending,
     std::lock_guard<std::mutex> lock(pending->mu);
     if (pending->failed_dep == nullptr) pending->failed_dep = std::move(dep);
   }
-  if (pending->remaining.fetch_sub(1) == 1) Start(pending);
+  if (pending->remaining.fetch_sub(1) != 1) return;
+  // Operations are issued to the workers in the order they became ready,
+  // which keeps the order the caller scheduled them in whenever they wait
+  // for the same things: a worker runs ready operations on one core in the
+  // order they arrive, and the caller relies on that (a transfer to a buffer
+  // and a read of it, both waiting only for its allocation). Dependents of
+  // an operation start on the dispatcher while it completes; an operation
+  // whose last dependency was seen done on another thread must not overtake
+  // them, so it starts inline only if the dispatcher has nothing left to do.
+  if (dispatcher_.OnDispatcherThread() || dispatcher_.Idle()) {
+    Start(pending);
+  } else {
+    dispatcher_.Post([this, pending] { Start(pending); });
+  }
 }
 
 void PodScheduler::Start(const std::shared_ptr<Pending>& pending) {

@@ -2,10 +2,12 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -70,6 +72,44 @@ TEST(PodSchedulerTest, DependentRunsOnlyAfterDependencyCompletes) {
   EXPECT_FALSE(b->done());
   second.Finish(absl::OkStatus());
   EXPECT_TRUE(b->Await().ok());
+}
+
+TEST(PodSchedulerTest, ReadyOperationsRunInTheOrderTheyWereScheduled) {
+  // `first` and `second` wait for the same allocation; `second` is
+  // scheduled after it completed but while its dependents are still being
+  // started on the dispatcher (held there by a slow callback). `second`
+  // must not overtake `first`: the worker sees them in scheduling order.
+  PodScheduler scheduler;
+  Manual allocation;
+  auto allocate = scheduler.Schedule("Allocate", {}, allocation.Run());
+  absl::Notification in_callback, release;
+  allocate->AddCallback([&](absl::Status) {
+    in_callback.Notify();
+    release.WaitForNotification();
+  });
+  absl::Mutex mu;
+  std::vector<std::string> order;
+  auto record = [&](std::string name) -> PodScheduler::RunFn {
+    return [&, name](int64_t, PodScheduler::Done done) {
+      {
+        absl::MutexLock lock(&mu);
+        order.push_back(name);
+      }
+      done(absl::OkStatus());
+    };
+  };
+  auto first =
+      scheduler.Schedule("TransferToDevice", {allocate}, record("first"));
+  allocation.Finish(absl::OkStatus());
+  in_callback.WaitForNotification();
+  ASSERT_TRUE(allocate->done());
+  auto second =
+      scheduler.Schedule("TransferFromDevice", {allocate}, record("second"));
+  release.Notify();
+  ASSERT_TRUE(second->Await().ok());
+  ASSERT_TRUE(first->Await().ok());
+  absl::MutexLock lock(&mu);
+  EXPECT_THAT(order, ::testing::ElementsAre("first", "second"));
 }
 
 TEST(PodSchedulerTest, FailedDependencyFailsDependentsWithoutRunningThem) {
