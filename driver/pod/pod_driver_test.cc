@@ -519,6 +519,7 @@ TEST_F(PodDriverTest, LostWorkerFailsItsOperationsWhileOthersKeepWorking) {
   auto in_flight = driver_->TransferFromDevice(on1.get(), out.data(), {});
   Event* wait[] = {in_flight.get()};
   auto dependent = driver_->TransferFromDevice(on1.get(), out.data(), wait);
+  ASSERT_TRUE(w1_->AwaitHeld(1, absl::Seconds(10)));
   EXPECT_EQ(w1_->held(), 1);
   w1_->Disappear();
   absl::Status status = in_flight->Await();
@@ -600,6 +601,7 @@ TEST_F(PodDriverTest, DestructionCancelsWhatHasNotStartedAndBoundsTheWait) {
   auto stuck = (*driver)->TransferFromDevice(buffer.get(), out.data(), {});
   Event* wait[] = {stuck.get()};
   auto pending = (*driver)->TransferFromDevice(buffer.get(), out.data(), wait);
+  ASSERT_TRUE(worker->AwaitHeld(1, absl::Seconds(10)));
   driver->reset();
   EXPECT_EQ(stuck->Await().code(), absl::StatusCode::kCancelled);
   absl::Status status = pending->Await();

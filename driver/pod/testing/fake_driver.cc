@@ -598,6 +598,13 @@ int FakeWorker::held() {
   absl::MutexLock lock(&state_->mu);
   return static_cast<int>(state_->queue.size());
 }
+bool FakeWorker::AwaitHeld(int count, absl::Duration timeout) {
+  absl::MutexLock lock(&state_->mu);
+  auto enough = [this, count]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_->mu) {
+    return static_cast<int>(state_->queue.size()) >= count;
+  };
+  return state_->mu.AwaitWithTimeout(absl::Condition(&enough), timeout);
+}
 int64_t FakeWorker::live_buffers() {
   absl::MutexLock lock(&state_->mu);
   return state_->live_buffers;

@@ -31,6 +31,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "driver/pod/pod_driver.h"
 #include "driver/tpu_driver.h"
 
@@ -72,6 +73,10 @@ class FakeWorker : public std::enable_shared_from_this<FakeWorker> {
 
   // Observations.
   int held();
+  // Waits up to `timeout` until at least `count` operations are held: the
+  // pod driver may issue from its dispatcher thread, after the call that
+  // scheduled the operation returned.
+  bool AwaitHeld(int count, absl::Duration timeout);
   int64_t live_buffers();
   int64_t live_loaded_programs();
   int64_t drivers_open();
