@@ -60,6 +60,7 @@ class SliceReader {
   size_t size() const { return starts_.empty() ? 0 : starts_.back(); }
 
   // Copies [offset, offset + n) to `out`. REQUIRES: within size().
+  // Large copies are split across a few threads (see kParallelCopyBytes).
   void Copy(size_t offset, size_t n, void* out) const;
   // Appends [offset, offset + n) to `out`. REQUIRES: within size().
   void AppendTo(size_t offset, size_t n, std::string* out) const;
@@ -76,6 +77,8 @@ class SliceReader {
  private:
   // The slice holding `offset`. REQUIRES: offset < size().
   size_t SliceAt(size_t offset) const;
+  // Copy on the calling thread.
+  void CopyRange(size_t offset, size_t n, char* out) const;
 
   std::vector<grpc::Slice> slices_;
   std::vector<size_t> starts_;  // offset of each slice, then the total

@@ -61,6 +61,25 @@ TEST(WireSlicesTest, CopyAndAppendSpanSlices) {
   reader.Copy(0, 0, nullptr);  // An empty range touches nothing.
 }
 
+TEST(WireSlicesTest, LargeCopiesSplitAcrossThreadsAreExact) {
+  // 21 MiB in slices of an odd size, so the threads' parts start and end
+  // inside slices; read from an odd offset with a few bytes left over.
+  std::string bytes(21 << 20, '\0');
+  uint32_t x = 12345;
+  for (char& c : bytes) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<char>(x >> 24);
+  }
+  SliceReader reader = Pieces(bytes, 65537);
+  const size_t offset = 7;
+  const size_t n = bytes.size() - offset - 3;
+  std::string out(n + 2, '#');
+  reader.Copy(offset, n, out.data() + 1);
+  EXPECT_EQ(out.front(), '#');
+  EXPECT_EQ(out.back(), '#');
+  EXPECT_TRUE(out.compare(1, n, bytes, offset, n) == 0);
+}
+
 TEST(WireSlicesTest, SkipValueHonoursEnd) {
   // varint 300, fixed64, fixed32, then a length-delimited "hello".
   std::string bytes;
