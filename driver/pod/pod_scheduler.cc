@@ -113,9 +113,9 @@ void PodScheduler::DependencyDone(const std::shared_ptr<Pending>& pending,
   if (pending->remaining.fetch_sub(1) != 1) return;
   // Operations are issued to the workers in the order they became ready,
   // which keeps the order the caller scheduled them in whenever they wait
-  // for the same things: a worker runs ready operations on one core in the
-  // order they arrive, and the caller relies on that (a transfer to a buffer
-  // and a read of it, both waiting only for its allocation). Dependents of
+  // for the same things: a worker starts the operations of one stream in the
+  // order they arrive, and callers rely on that (a transfer to a buffer and
+  // a read of it, both waiting only for its allocation). Dependents of
   // an operation start on the dispatcher while it completes; an operation
   // whose last dependency was seen done on another thread must not overtake
   // them, so it starts inline only if the dispatcher has nothing left to do.
