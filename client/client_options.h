@@ -10,7 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
-namespace tpu {
+namespace tpu::client {
 
 struct ClientOptions {
   // While Execute waits for a program, it prints "TPU Execute is taking a long
@@ -36,6 +36,6 @@ struct ClientOptions {
   int execute_threads = 0;
 };
 
-}  // namespace tpu
+}  // namespace tpu::client
 
 #endif  // SOFTWARE_TPU_CLIENT_CLIENT_OPTIONS_H_

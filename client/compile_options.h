@@ -9,7 +9,7 @@
 
 #include "client/device_assignment.h"
 
-namespace tpu {
+namespace tpu::client {
 
 struct CompileOptions {
   // Replicas of the program (the HLO's replica count). Each runs on its own
@@ -30,6 +30,6 @@ struct CompileOptions {
   bool tuple_arguments = false;
 };
 
-}  // namespace tpu
+}  // namespace tpu::client
 
 #endif  // SOFTWARE_TPU_CLIENT_COMPILE_OPTIONS_H_

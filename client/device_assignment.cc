@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
-namespace tpu {
+namespace tpu::client {
 
 DeviceAssignment::DeviceAssignment(int replica_count, int computation_count)
     : replica_count_(replica_count),
@@ -84,4 +84,4 @@ bool DeviceAssignment::operator==(const DeviceAssignment& other) const {
          devices_ == other.devices_;
 }
 
-}  // namespace tpu
+}  // namespace tpu::client

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "proto/xla_data.pb.h"
 
-namespace tpu {
+namespace tpu::client {
 
 class DeviceAssignment {
  public:
@@ -47,6 +47,6 @@ class DeviceAssignment {
   std::vector<int> devices_;  // row-major: [replica][computation]
 };
 
-}  // namespace tpu
+}  // namespace tpu::client
 
 #endif  // SOFTWARE_TPU_CLIENT_DEVICE_ASSIGNMENT_H_

@@ -2,7 +2,7 @@
 
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::client {
 namespace {
 
 TEST(DeviceAssignmentTest, ProtoRoundTripKeepsXlaLayout) {
@@ -51,4 +51,4 @@ TEST(DeviceAssignmentTest, FromProtoRejectsInconsistentTable) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::client

@@ -6,10 +6,10 @@
 
 #include "client/tpu_client.h"
 
-namespace tpu {
+namespace tpu::client {
 namespace {
 
-bool IsComplete(Event* event) {
+bool IsComplete(driver::Event* event) {
   return event->AwaitWithTimeout(absl::ZeroDuration()).has_value();
 }
 
@@ -17,8 +17,8 @@ bool IsComplete(Event* event) {
 
 DeviceBuffer::DeviceBuffer(
     std::shared_ptr<TpuClient> client, int device_id,
-    std::unique_ptr<BufferHandle> handle, bool is_tuple,
-    std::vector<std::shared_ptr<Event>> definition_events,
+    std::unique_ptr<driver::BufferHandle> handle, bool is_tuple,
+    std::vector<std::shared_ptr<driver::Event>> definition_events,
     std::vector<std::shared_ptr<DeviceBuffer>> children)
     : client_(std::move(client)),
       device_id_(device_id),
@@ -30,7 +30,7 @@ DeviceBuffer::DeviceBuffer(
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  std::vector<Event*> wait_for;
+  std::vector<driver::Event*> wait_for;
   for (const auto& e : definition_events_) {
     if (!IsComplete(e.get())) wait_for.push_back(e.get());
   }
@@ -45,18 +45,20 @@ DeviceBuffer::~DeviceBuffer() {
   client_->driver()->Deallocate(std::move(handle_), wait_for);
 }
 
-std::vector<std::shared_ptr<Event>> DeviceBuffer::definition_events() const {
+std::vector<std::shared_ptr<driver::Event>> DeviceBuffer::definition_events()
+    const {
   return definition_events_;
 }
 
-void DeviceBuffer::AddReadEvent(std::shared_ptr<Event> event) {
+void DeviceBuffer::AddReadEvent(std::shared_ptr<driver::Event> event) {
   absl::MutexLock lock(&mu_);
-  read_events_.erase(std::remove_if(read_events_.begin(), read_events_.end(),
-                                    [](const std::shared_ptr<Event>& e) {
-                                      return IsComplete(e.get());
-                                    }),
-                     read_events_.end());
+  read_events_.erase(
+      std::remove_if(read_events_.begin(), read_events_.end(),
+                     [](const std::shared_ptr<driver::Event>& e) {
+                       return IsComplete(e.get());
+                     }),
+      read_events_.end());
   read_events_.push_back(std::move(event));
 }
 
-}  // namespace tpu
+}  // namespace tpu::client

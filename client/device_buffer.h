@@ -25,7 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "driver/tpu_driver.h"
 
-namespace tpu {
+namespace tpu::client {
 
 class TpuClient;
 
@@ -35,8 +35,8 @@ class DeviceBuffer {
   // deallocation is scheduled.
   // REQUIRES: handle != nullptr; children are on `device_id` too.
   DeviceBuffer(std::shared_ptr<TpuClient> client, int device_id,
-               std::unique_ptr<BufferHandle> handle, bool is_tuple,
-               std::vector<std::shared_ptr<Event>> definition_events,
+               std::unique_ptr<driver::BufferHandle> handle, bool is_tuple,
+               std::vector<std::shared_ptr<driver::Event>> definition_events,
                std::vector<std::shared_ptr<DeviceBuffer>> children);
   // Schedules Deallocate after the definition and recorded read events that
   // are still in flight (waiting on one that already failed would fail the
@@ -49,31 +49,31 @@ class DeviceBuffer {
 
   int device_id() const { return device_id_; }
   // Owned by this object; valid while it lives.
-  BufferHandle* handle() const { return handle_.get(); }
+  driver::BufferHandle* handle() const { return handle_.get(); }
   bool is_tuple() const { return is_tuple_; }
   const std::vector<std::shared_ptr<DeviceBuffer>>& children() const {
     return children_;
   }
 
-  std::vector<std::shared_ptr<Event>> definition_events() const;
+  std::vector<std::shared_ptr<driver::Event>> definition_events() const;
 
   // Makes the deallocation wait for `event` (a read of this buffer). Events
   // already known to be complete are pruned, so the list stays short.
-  void AddReadEvent(std::shared_ptr<Event> event);
+  void AddReadEvent(std::shared_ptr<driver::Event> event);
 
  private:
   // Constant after construction.
   const std::shared_ptr<TpuClient> client_;
   const int device_id_;
-  std::unique_ptr<BufferHandle> handle_;
+  std::unique_ptr<driver::BufferHandle> handle_;
   const bool is_tuple_;
-  const std::vector<std::shared_ptr<Event>> definition_events_;
+  const std::vector<std::shared_ptr<driver::Event>> definition_events_;
   const std::vector<std::shared_ptr<DeviceBuffer>> children_;
 
   mutable absl::Mutex mu_;
-  std::vector<std::shared_ptr<Event>> read_events_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<driver::Event>> read_events_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace tpu
+}  // namespace tpu::client
 
 #endif  // SOFTWARE_TPU_CLIENT_DEVICE_BUFFER_H_

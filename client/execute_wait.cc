@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 
-namespace tpu {
+namespace tpu::client {
 namespace {
 
 // Completion state shared with the events' callbacks, which may outlive the
@@ -28,7 +28,7 @@ absl::Status ExecuteDeadlineExceeded(absl::Duration max_time) {
 }
 
 absl::Status AwaitExecution(
-    const std::vector<std::shared_ptr<Event>>& events,
+    const std::vector<std::shared_ptr<driver::Event>>& events,
     absl::Duration warn_interval, absl::Duration max_time,
     const std::function<void(absl::string_view)>& warn) {
   auto state = std::make_shared<WaitState>();
@@ -74,4 +74,4 @@ absl::Status AwaitExecution(
   return absl::OkStatus();
 }
 
-}  // namespace tpu
+}  // namespace tpu::client

@@ -22,7 +22,7 @@
 #include "absl/time/time.h"
 #include "driver/tpu_driver.h"
 
-namespace tpu {
+namespace tpu::client {
 
 inline constexpr absl::string_view kExecuteSlowWarning =
     "TPU Execute is taking a long time. This might be due to a deadlock "
@@ -36,11 +36,11 @@ absl::Status ExecuteDeadlineExceeded(absl::Duration max_time);
 // failed event (the reference reports the first failing replica), or
 // DEADLINE_EXCEEDED if they are not all done after `max_time`.
 // REQUIRES: every element of `events` is non-null.
-absl::Status AwaitExecution(const std::vector<std::shared_ptr<Event>>& events,
-                            absl::Duration warn_interval,
-                            absl::Duration max_time,
-                            const std::function<void(absl::string_view)>& warn);
+absl::Status AwaitExecution(
+    const std::vector<std::shared_ptr<driver::Event>>& events,
+    absl::Duration warn_interval, absl::Duration max_time,
+    const std::function<void(absl::string_view)>& warn);
 
-}  // namespace tpu
+}  // namespace tpu::client
 
 #endif  // SOFTWARE_TPU_CLIENT_EXECUTE_WAIT_H_

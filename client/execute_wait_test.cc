@@ -8,11 +8,11 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::client {
 namespace {
 
 // An event completed by the test.
-class ManualEvent : public Event {
+class ManualEvent : public driver::Event {
  public:
   void Complete(absl::Status status) {
     std::vector<std::function<void(absl::Status)>> callbacks;
@@ -81,7 +81,7 @@ TEST(AwaitExecutionTest, CompletedEventsReturnTheirStatus) {
 }
 
 TEST(AwaitExecutionTest, ReportsTheFirstFailingReplica) {
-  std::vector<std::shared_ptr<Event>> events;
+  std::vector<std::shared_ptr<driver::Event>> events;
   auto e0 = std::make_shared<ManualEvent>();
   auto e1 = std::make_shared<ManualEvent>();
   auto e2 = std::make_shared<ManualEvent>();
@@ -140,4 +140,4 @@ TEST(AwaitExecutionTest, NoWarningWhenMaxTimeIsShorterThanTheInterval) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::client

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <utility>
 
-namespace tpu {
+namespace tpu::client {
 
 ThreadPool::ThreadPool(int num_threads) {
   if (num_threads < 1) std::abort();
@@ -44,4 +44,4 @@ void ThreadPool::WorkLoop() {
   }
 }
 
-}  // namespace tpu
+}  // namespace tpu::client

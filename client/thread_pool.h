@@ -16,7 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
-namespace tpu {
+namespace tpu::client {
 
 class ThreadPool {
  public:
@@ -43,6 +43,6 @@ class ThreadPool {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace tpu
+}  // namespace tpu::client
 
 #endif  // SOFTWARE_TPU_CLIENT_THREAD_POOL_H_

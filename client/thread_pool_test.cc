@@ -7,7 +7,7 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::client {
 namespace {
 
 TEST(ThreadPoolTest, RunsEveryClosure) {
@@ -41,4 +41,4 @@ TEST(ThreadPoolTest, RunsClosuresInParallel) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::client

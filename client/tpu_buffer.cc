@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
 
-namespace tpu {
+namespace tpu::client {
 
 struct TpuBuffer::HostValue {
   absl::Notification ready;
@@ -30,12 +30,12 @@ bool Is64BitType(xla::PrimitiveType type) {
 absl::StatusOr<std::shared_ptr<DeviceBuffer>> CreateArray(
     const Shape& shape, const Literal* literal,
     const std::shared_ptr<TpuClient>& client, int device_id) {
-  TpuDriver* driver = client->driver();
-  std::unique_ptr<BufferHandle> handle = driver->Allocate(
+  driver::TpuDriver* driver = client->driver();
+  std::unique_ptr<driver::BufferHandle> handle = driver->Allocate(
       device_id, tpu_driver::MemoryRegion::HBM, shape.ToProto(), {});
-  std::vector<std::shared_ptr<Event>> definition;
+  std::vector<std::shared_ptr<driver::Event>> definition;
   if (literal != nullptr) {
-    std::shared_ptr<Event> event =
+    std::shared_ptr<driver::Event> event =
         driver->TransferToDevice(literal->untyped_data(), handle.get(), {});
     // Keeps the literal's bytes alive (and unchanged: copy on write) until
     // the transfer has read them.
@@ -52,16 +52,17 @@ absl::StatusOr<std::shared_ptr<DeviceBuffer>> CreateArray(
 std::shared_ptr<DeviceBuffer> CreateTuple(
     std::vector<std::shared_ptr<DeviceBuffer>> children,
     const std::shared_ptr<TpuClient>& client, int device_id) {
-  std::vector<BufferHandle*> handles;
-  std::vector<std::shared_ptr<Event>> definition;
+  std::vector<driver::BufferHandle*> handles;
+  std::vector<std::shared_ptr<driver::Event>> definition;
   for (const auto& child : children) {
     handles.push_back(child->handle());
     for (auto& event : child->definition_events()) {
       definition.push_back(std::move(event));
     }
   }
-  std::unique_ptr<BufferHandle> handle = client->driver()->AllocateTuple(
-      device_id, tpu_driver::MemoryRegion::HBM, handles, {});
+  std::unique_ptr<driver::BufferHandle> handle =
+      client->driver()->AllocateTuple(device_id, tpu_driver::MemoryRegion::HBM,
+                                      handles, {});
   return std::make_shared<DeviceBuffer>(
       client, device_id, std::move(handle),
       /*is_tuple=*/true, std::move(definition), std::move(children));
@@ -266,12 +267,13 @@ absl::Status TpuBuffer::CopyToHostAsync() {
 
   for (size_t i = 0; i < leaves.size(); ++i) {
     const std::shared_ptr<DeviceBuffer>& buffer = leaves[i].second;
-    std::vector<std::shared_ptr<Event>> definition =
+    std::vector<std::shared_ptr<driver::Event>> definition =
         buffer->definition_events();
-    std::vector<Event*> wait_for;
+    std::vector<driver::Event*> wait_for;
     for (const auto& e : definition) wait_for.push_back(e.get());
-    std::shared_ptr<Event> transfer = client_->driver()->TransferFromDevice(
-        buffer->handle(), destinations[i], wait_for);
+    std::shared_ptr<driver::Event> transfer =
+        client_->driver()->TransferFromDevice(buffer->handle(), destinations[i],
+                                              wait_for);
     buffer->AddReadEvent(transfer);
     transfer->AddCallback([host_value, finish](absl::Status status) {
       bool last;
@@ -348,20 +350,21 @@ absl::StatusOr<std::unique_ptr<TpuBuffer>> TpuBuffer::CopyToDevice(
                                        device_);
   }
 
-  TpuDriver* driver = client_->driver();
-  std::unique_ptr<BufferHandle> dst_handle =
+  driver::TpuDriver* driver = client_->driver();
+  std::unique_ptr<driver::BufferHandle> dst_handle =
       driver->Allocate(dst_device_id, tpu_driver::MemoryRegion::HBM,
                        on_host_shape_.ToProto(), {});
-  std::vector<std::shared_ptr<Event>> src_definition = src->definition_events();
-  std::vector<Event*> wait_for;
+  std::vector<std::shared_ptr<driver::Event>> src_definition =
+      src->definition_events();
+  std::vector<driver::Event*> wait_for;
   for (const auto& e : src_definition) wait_for.push_back(e.get());
-  std::shared_ptr<Event> copy = driver->TransferFromDeviceToDevice(
+  std::shared_ptr<driver::Event> copy = driver->TransferFromDeviceToDevice(
       src->handle(), dst_handle.get(), wait_for);
   // The source must not be released while the copy reads it.
   src->AddReadEvent(copy);
   auto dst = std::make_shared<DeviceBuffer>(
       client_, dst_device_id, std::move(dst_handle), /*is_tuple=*/false,
-      std::vector<std::shared_ptr<Event>>{std::move(copy)},
+      std::vector<std::shared_ptr<driver::Event>>{std::move(copy)},
       std::vector<std::shared_ptr<DeviceBuffer>>{});
   return std::make_unique<TpuBuffer>(on_host_shape_, std::move(dst), client_,
                                      *std::move(dst_device));
@@ -381,4 +384,4 @@ absl::Status TpuBuffer::BlockHostUntilReady() {
   return status;
 }
 
-}  // namespace tpu
+}  // namespace tpu::client

@@ -30,7 +30,7 @@
 #include "hlo/literal.h"
 #include "hlo/shape.h"
 
-namespace tpu {
+namespace tpu::client {
 
 // The reference client's guidance for 64-bit element types.
 inline constexpr absl::string_view k64BitUnsupportedMessage =
@@ -119,6 +119,6 @@ class TpuBuffer {
   std::shared_ptr<HostValue> host_value_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace tpu
+}  // namespace tpu::client
 
 #endif  // SOFTWARE_TPU_CLIENT_TPU_BUFFER_H_

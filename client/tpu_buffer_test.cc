@@ -6,7 +6,7 @@
 #include "client/testing/fake_driver.h"
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::client {
 namespace {
 
 Literal F32(std::vector<int64_t> dims, std::vector<float> values) {
@@ -212,4 +212,4 @@ TEST_F(TpuBufferTest, BlockHostUntilReady) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::client

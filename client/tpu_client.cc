@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "driver/driver_registry.h"
 
-namespace tpu {
+namespace tpu::client {
 namespace {
 
 // One device per core, in the order the system lists chips and cores.
@@ -35,14 +35,14 @@ absl::StatusOr<std::shared_ptr<TpuClient>> TpuClient::Get(
       absl::Ceil(options.connection_timeout, absl::Seconds(1)));
   config.mutable_grpc()->set_connection_timeout_secs(
       timeout_secs < 1 ? 1 : timeout_secs);
-  absl::StatusOr<std::unique_ptr<TpuDriver>> driver =
-      DriverRegistry::Open(config);
+  absl::StatusOr<std::unique_ptr<driver::TpuDriver>> driver =
+      driver::DriverRegistry::Open(config);
   if (!driver.ok()) return driver.status();
   return Create(*std::move(driver), options);
 }
 
 absl::StatusOr<std::shared_ptr<TpuClient>> TpuClient::Create(
-    std::unique_ptr<TpuDriver> driver, const ClientOptions& options) {
+    std::unique_ptr<driver::TpuDriver> driver, const ClientOptions& options) {
   absl::StatusOr<tpu_driver::SystemInfo> info = driver->QuerySystemInfo();
   if (!info.ok()) return info.status();
   absl::StatusOr<std::vector<std::shared_ptr<TpuDevice>>> devices =
@@ -71,7 +71,7 @@ absl::StatusOr<std::shared_ptr<TpuClient>> TpuClient::Create(
 }
 
 TpuClient::TpuClient(const ClientOptions& options,
-                     std::unique_ptr<TpuDriver> driver,
+                     std::unique_ptr<driver::TpuDriver> driver,
                      std::vector<std::shared_ptr<TpuDevice>> devices,
                      int host_id)
     : options_(options),
@@ -143,4 +143,4 @@ void TpuClient::Warn(absl::string_view message) const {
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
-}  // namespace tpu
+}  // namespace tpu::client

@@ -27,7 +27,7 @@
 #include "driver/tpu_driver.h"
 #include "proto/tpu_driver.pb.h"
 
-namespace tpu {
+namespace tpu::client {
 
 class TpuClient : public std::enable_shared_from_this<TpuClient> {
  public:
@@ -42,10 +42,12 @@ class TpuClient : public std::enable_shared_from_this<TpuClient> {
   // As Get, over an already open driver (tests, custom drivers).
   // REQUIRES: driver != nullptr.
   static absl::StatusOr<std::shared_ptr<TpuClient>> Create(
-      std::unique_ptr<TpuDriver> driver, const ClientOptions& options = {});
+      std::unique_ptr<driver::TpuDriver> driver,
+      const ClientOptions& options = {});
 
   // Use Get or Create; public only for make_shared.
-  TpuClient(const ClientOptions& options, std::unique_ptr<TpuDriver> driver,
+  TpuClient(const ClientOptions& options,
+            std::unique_ptr<driver::TpuDriver> driver,
             std::vector<std::shared_ptr<TpuDevice>> devices, int host_id);
   ~TpuClient();
 
@@ -89,13 +91,13 @@ class TpuClient : public std::enable_shared_from_this<TpuClient> {
   void Warn(absl::string_view message) const;
 
   // Valid while the client lives.
-  TpuDriver* driver() const { return driver_.get(); }
+  driver::TpuDriver* driver() const { return driver_.get(); }
   ThreadPool* thread_pool() const { return thread_pool_.get(); }
 
  private:
   // Constant after construction.
   const ClientOptions options_;
-  const std::unique_ptr<TpuDriver> driver_;
+  const std::unique_ptr<driver::TpuDriver> driver_;
   const std::vector<std::shared_ptr<TpuDevice>> devices_;
   std::map<int, std::shared_ptr<TpuDevice>> id_to_device_;
   std::vector<std::shared_ptr<TpuDevice>> local_devices_;
@@ -105,6 +107,6 @@ class TpuClient : public std::enable_shared_from_this<TpuClient> {
   std::unique_ptr<ThreadPool> thread_pool_;
 };
 
-}  // namespace tpu
+}  // namespace tpu::client
 
 #endif  // SOFTWARE_TPU_CLIENT_TPU_CLIENT_H_

@@ -3,7 +3,7 @@
 #include "client/testing/fake_driver.h"
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::client {
 namespace {
 
 std::shared_ptr<TpuClient> MakeClient(int chips, int cores_per_chip) {
@@ -70,4 +70,4 @@ TEST(TpuClientTest, WarningsGoToTheHandler) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::client

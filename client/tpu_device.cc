@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace tpu {
+namespace tpu::client {
 
 std::string TpuDevice::ToString() const {
   return absl::StrFormat("TPU_%d", id_);
@@ -13,4 +13,4 @@ std::string TpuDevice::DebugString() const {
                          coords_[0], coords_[1], coords_[2], core_on_chip_);
 }
 
-}  // namespace tpu
+}  // namespace tpu::client

@@ -11,7 +11,7 @@
 
 #include "absl/strings/string_view.h"
 
-namespace tpu {
+namespace tpu::client {
 
 class TpuDevice {
  public:
@@ -48,6 +48,6 @@ class TpuDevice {
   const int core_on_chip_;
 };
 
-}  // namespace tpu
+}  // namespace tpu::client
 
 #endif  // SOFTWARE_TPU_CLIENT_TPU_DEVICE_H_

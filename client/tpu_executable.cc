@@ -6,10 +6,10 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "client/execute_wait.h"
 
-namespace tpu {
+namespace tpu::client {
 namespace {
 
-bool IsComplete(Event* event) {
+bool IsComplete(driver::Event* event) {
   return event->AwaitWithTimeout(absl::ZeroDuration()).has_value();
 }
 
@@ -56,8 +56,8 @@ absl::StatusOr<std::unique_ptr<TpuExecutable>> TpuExecutable::Compile(
 
   xla::HloProto hlo;
   *hlo.mutable_hlo_module() = module;
-  TpuDriver* driver = client->driver();
-  std::unique_ptr<CompiledProgramHandle> compiled =
+  driver::TpuDriver* driver = client->driver();
+  std::unique_ptr<driver::CompiledProgramHandle> compiled =
       driver->CompileProgram(hlo, options.num_replicas, {});
   absl::StatusOr<xla::ProgramShapeProto> program_shape =
       compiled->program_shape();
@@ -132,7 +132,7 @@ void TpuExecutable::Delete() {
   deleted_ = true;
   for (size_t i = 0; i < programs_.size(); ++i) {
     if (programs_[i] == nullptr) continue;
-    std::vector<Event*> wait_for;
+    std::vector<driver::Event*> wait_for;
     if (last_execution_[i] != nullptr &&
         !IsComplete(last_execution_[i].get())) {
       wait_for.push_back(last_execution_[i].get());
@@ -205,8 +205,8 @@ absl::StatusOr<TpuExecutable::Launched> TpuExecutable::Launch(
   // Hold the device buffers until the launch is scheduled; a concurrent
   // Delete of an argument then only drops its reference.
   std::vector<std::shared_ptr<DeviceBuffer>> input_buffers;
-  std::vector<BufferHandle*> input_handles;
-  std::vector<std::shared_ptr<Event>> wait_events;
+  std::vector<driver::BufferHandle*> input_handles;
+  std::vector<std::shared_ptr<driver::Event>> wait_events;
   for (TpuBuffer* input : inputs) {
     std::shared_ptr<DeviceBuffer> buffer = input->device_buffer();
     if (buffer == nullptr) {
@@ -219,7 +219,7 @@ absl::StatusOr<TpuExecutable::Launched> TpuExecutable::Launch(
   }
   std::shared_ptr<DeviceBuffer> output = launched.result->device_buffer();
   wait_events.push_back(output->handle()->OnReady());
-  std::vector<Event*> wait_for;
+  std::vector<driver::Event*> wait_for;
   for (const auto& e : wait_events) wait_for.push_back(e.get());
 
   {
@@ -240,7 +240,7 @@ absl::StatusOr<TpuExecutable::Launched> TpuExecutable::Launch(
 }
 
 absl::Status TpuExecutable::Await(const std::vector<Launched>& launched) const {
-  std::vector<std::shared_ptr<Event>> events;
+  std::vector<std::shared_ptr<driver::Event>> events;
   for (const Launched& l : launched) events.push_back(l.done);
   const TpuClient* client = client_.get();
   return AwaitExecution(
@@ -331,4 +331,4 @@ TpuExecutable::ExecutePerReplica(
   return results;
 }
 
-}  // namespace tpu
+}  // namespace tpu::client

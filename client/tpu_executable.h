@@ -31,7 +31,7 @@
 #include "proto/hlo.pb.h"
 #include "proto/xla_data.pb.h"
 
-namespace tpu {
+namespace tpu::client {
 
 class TpuExecutable {
  public:
@@ -52,7 +52,7 @@ class TpuExecutable {
   struct LocalReplica {
     int replica = 0;
     std::shared_ptr<TpuDevice> device;
-    std::unique_ptr<LoadedProgramHandle> program;
+    std::unique_ptr<driver::LoadedProgramHandle> program;
   };
 
   // Use Compile.
@@ -104,7 +104,7 @@ class TpuExecutable {
  private:
   struct Launched {
     std::unique_ptr<TpuBuffer> result;
-    std::shared_ptr<Event> done;
+    std::shared_ptr<driver::Event> done;
     // A tuple built from the arguments (tuple_arguments), kept until done.
     std::unique_ptr<TpuBuffer> tupled_arguments;
   };
@@ -132,13 +132,14 @@ class TpuExecutable {
 
   mutable absl::Mutex mu_;
   // Indexed like local_devices_; null once deleted.
-  std::vector<std::unique_ptr<LoadedProgramHandle>> programs_
+  std::vector<std::unique_ptr<driver::LoadedProgramHandle>> programs_
       ABSL_GUARDED_BY(mu_);
   // The latest execution on each local replica, so unloading waits for it.
-  std::vector<std::shared_ptr<Event>> last_execution_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<driver::Event>> last_execution_
+      ABSL_GUARDED_BY(mu_);
   bool deleted_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace tpu
+}  // namespace tpu::client
 
 #endif  // SOFTWARE_TPU_CLIENT_TPU_EXECUTABLE_H_

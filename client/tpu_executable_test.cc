@@ -8,7 +8,7 @@
 #include "client/testing/fake_driver.h"
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::client {
 namespace {
 
 const Shape kF32x2 = Shape::Array(xla::F32, {2});
@@ -318,4 +318,4 @@ TEST_F(TpuExecutableTest, DeleteUnloadsAndRefusesLaterExecutions) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::client

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   int port = 0;
-  std::unique_ptr<grpc::Server> server = tpu::StartAckServer(&port);
+  std::unique_ptr<grpc::Server> server = tpu::driver::StartAckServer(&port);
   if (server == nullptr) {
     std::fprintf(stderr, "ack_server: cannot listen on 127.0.0.1\n");
     return 1;

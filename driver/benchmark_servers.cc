@@ -13,10 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "driver/transfer_baselines.h"
-#include "emulator/server.h"
+#include "emulator/service/server.h"
 #include "tests/e2e/subprocess.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 // A binary of this build, found through the runfiles tree.
@@ -61,7 +61,7 @@ absl::StatusOr<int> StartChild(std::vector<std::string> argv) {
 }  // namespace
 
 absl::StatusOr<BenchmarkTargets> StartBenchmarkServers(
-    int* argc, char** argv, const WorkerOptions& worker) {
+    int* argc, char** argv, const emulator::WorkerOptions& worker) {
   bool in_process = false;
   std::string external;
   int kept = 1;
@@ -78,10 +78,11 @@ absl::StatusOr<BenchmarkTargets> StartBenchmarkServers(
 
   BenchmarkTargets targets;
   if (in_process) {
-    ServerOptions options;
+    emulator::ServerOptions options;
     options.port = 0;
     options.worker = worker;
-    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
+    absl::StatusOr<std::unique_ptr<emulator::Server>> server =
+        emulator::Server::Start(options);
     if (!server.ok()) return server.status();
     targets.worker = absl::StrCat("grpc://", (*server)->address());
     server->release();  // Serves until the process exits.
@@ -110,4 +111,4 @@ absl::StatusOr<BenchmarkTargets> StartBenchmarkServers(
   return targets;
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -19,9 +19,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "emulator/worker.h"
+#include "emulator/worker/worker.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 struct BenchmarkTargets {
   std::string worker;      // grpc://host:port
@@ -30,8 +30,8 @@ struct BenchmarkTargets {
 
 // Starts what the flags ask for; the servers live until the process exits.
 absl::StatusOr<BenchmarkTargets> StartBenchmarkServers(
-    int* argc, char** argv, const WorkerOptions& worker);
+    int* argc, char** argv, const emulator::WorkerOptions& worker);
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_BENCHMARK_SERVERS_H_

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <utility>
 
-namespace tpu {
+namespace tpu::driver {
 
 std::shared_ptr<CompletionEvent> CompletionEvent::Done(absl::Status status,
                                                        uint64_t owner) {
@@ -65,4 +65,4 @@ uint64_t NewDriverSerial() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -19,10 +19,10 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "driver/event_id.h"
 #include "driver/tpu_driver.h"
+#include "proto/event_id.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 class CompletionEvent : public Event {
  public:
@@ -76,6 +76,6 @@ class CompletionEvent : public Event {
 // out the same client id again.
 uint64_t NewDriverSerial();
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_COMPLETION_EVENT_H_

@@ -32,7 +32,7 @@
 #include "driver/transfer_baselines.h"
 #include "hlo/host_memory.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -57,8 +57,8 @@ double MemcpyBytesPerSecond(int64_t bytes) {
 
 // --- Backends --------------------------------------------------------------
 
-WorkerOptions BenchWorker() {
-  WorkerOptions options;
+emulator::WorkerOptions BenchWorker() {
+  emulator::WorkerOptions options;
   options.chips = 1;
   options.cores_per_chip = 2;
   options.hbm_bytes_per_core = int64_t{4} << 30;
@@ -83,8 +83,9 @@ TpuDriver* GrpcDriver() {
 
 TpuDriver* LocalDriver() {
   static TpuDriver* driver = [] {
-    auto worker = Worker::Create(BenchWorker());
-    auto opened = OpenLocalDriver(std::shared_ptr<Worker>(*std::move(worker)));
+    auto worker = emulator::Worker::Create(BenchWorker());
+    auto opened =
+        OpenLocalDriver(std::shared_ptr<emulator::Worker>(*std::move(worker)));
     if (!opened.ok()) {
       std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
       std::exit(1);
@@ -321,12 +322,13 @@ BENCHMARK_CAPTURE(BM_TinyProgramRoundTrip, Local, Backend::kLocal)
 BENCHMARK_CAPTURE(BM_PipelinedSmallOps, Local, Backend::kLocal)->UseRealTime();
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver
 
 int main(int argc, char** argv) {
   tpu::ConfigureHostMemoryForLargeBuffers();  // as tpu_emulator and tpu_run
-  absl::StatusOr<tpu::BenchmarkTargets> targets =
-      tpu::StartBenchmarkServers(&argc, argv, tpu::BenchWorker());
+  absl::StatusOr<tpu::driver::BenchmarkTargets> targets =
+      tpu::driver::StartBenchmarkServers(&argc, argv,
+                                         tpu::driver::BenchWorker());
   if (!targets.ok()) {
     std::fprintf(stderr,
                  "driver_benchmark: cannot start the servers to measure: %s\n"
@@ -335,7 +337,7 @@ int main(int argc, char** argv) {
                  targets.status().ToString().c_str());
     return 1;
   }
-  tpu::targets = &*targets;
+  tpu::driver::targets = &*targets;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 struct Registry {
@@ -82,4 +82,4 @@ std::vector<std::string> DriverRegistry::Prefixes() {
   return prefixes;
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -18,7 +18,7 @@
 #include "driver/tpu_driver.h"
 #include "proto/tpu_driver.pb.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 using DriverFactory = std::function<absl::StatusOr<std::unique_ptr<TpuDriver>>(
     const tpu_driver::TpuDriverConfig& config)>;
@@ -43,6 +43,6 @@ class DriverRegistry {
   static std::vector<std::string> Prefixes();
 };
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_DRIVER_REGISTRY_H_

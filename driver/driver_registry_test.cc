@@ -2,7 +2,7 @@
 
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 // A driver that only says which factory made it.
@@ -129,4 +129,4 @@ TEST(DriverRegistryTest, ConfigReachesTheFactory) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver

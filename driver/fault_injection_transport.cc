@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace tpu {
+namespace tpu::driver {
 
 // The callbacks of one wrapped stream, and whether the test broke it.
 struct FaultInjectionTransport::Faults::Stream {
@@ -107,4 +107,4 @@ std::unique_ptr<TransportStream> FaultInjectionTransport::OpenStream(
                                        base_->OpenStream(std::move(wrapped)));
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -16,7 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "driver/transport.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 class FaultInjectionTransport : public Transport {
  public:
@@ -61,6 +61,6 @@ class FaultInjectionTransport : public Transport {
   const std::shared_ptr<Faults> faults_;
 };
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_FAULT_INJECTION_TRANSPORT_H_

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 absl::Status StatusFromWire(const tpu_driver::StatusMessage& message) {
   const int code = message.code();
@@ -217,4 +217,4 @@ void StreamChannel::FailAllPending() {
   for (auto& [op, status] : failed) op.event->Complete(std::move(status));
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

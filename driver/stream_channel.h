@@ -26,7 +26,7 @@
 #include "driver/transport.h"
 #include "proto/xla_data.pb.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 // What to do with an operation's response besides completing its event.
 struct PendingOp {
@@ -111,6 +111,6 @@ class StreamChannel {
 // become UNKNOWN (the message says which code arrived).
 absl::Status StatusFromWire(const tpu_driver::StatusMessage& message);
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_STREAM_CHANNEL_H_

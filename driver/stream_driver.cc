@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 // An operation waiting on the client for events the worker cannot wait for
 // (another driver's, or this driver's operations that are themselves held).
@@ -687,4 +687,4 @@ StreamCompiledProgramHandle::program_shape() {
   return *program_shape_;
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -42,7 +42,7 @@
 #include "driver/tpu_driver.h"
 #include "driver/transport.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 struct StreamDriverOptions {
   // How long Open waits for the worker to answer.
@@ -165,6 +165,6 @@ class StreamDriver : public TpuDriver {
   absl::flat_hash_set<std::shared_ptr<HeldOp>> held_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_STREAM_DRIVER_H_

@@ -9,7 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 using tpu_driver::StreamRequest;
@@ -492,4 +492,4 @@ TEST_F(StreamDriverTest, ConcurrentIssuersAllComplete) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver

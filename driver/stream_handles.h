@@ -15,7 +15,7 @@
 #include "driver/completion_event.h"
 #include "driver/tpu_driver.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 // What every StreamDriver handle carries.
 struct StreamHandleInfo {
@@ -80,6 +80,6 @@ class StreamLoadedProgramHandle : public LoadedProgramHandle {
   const StreamHandleInfo info_;
 };
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_STREAM_HANDLES_H_

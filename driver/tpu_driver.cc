@@ -2,7 +2,7 @@
 
 #include <limits>
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 // Bytes per element in the driver's layout; 0 for types without a size.
@@ -53,4 +53,4 @@ int64_t ComputeBytesFromShape(const xla::ShapeProto& shape) {
   return bytes;
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

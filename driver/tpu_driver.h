@@ -34,7 +34,7 @@
 #include "proto/tpu_driver.pb.h"
 #include "proto/xla_data.pb.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 // The deferred completion of a scheduled operation.
 class Event {
@@ -168,6 +168,6 @@ class TpuDriver {
 // counts 8 bytes per element (its pointer table).
 int64_t ComputeBytesFromShape(const xla::ShapeProto& shape);
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_TPU_DRIVER_H_

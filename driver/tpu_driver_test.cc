@@ -4,10 +4,10 @@
 #include <thread>
 
 #include "driver/completion_event.h"
-#include "driver/event_id.h"
 #include "gtest/gtest.h"
+#include "proto/event_id.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 xla::ShapeProto Array(xla::PrimitiveType type, std::vector<int64_t> dims) {
@@ -86,4 +86,4 @@ TEST(DriverSerialTest, NeverRepeats) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver

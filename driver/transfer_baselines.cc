@@ -20,7 +20,7 @@
 #include "grpcpp/support/sync_stream.h"
 #include "proto/tpu_service.grpc.pb.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -199,4 +199,4 @@ double BareGrpcBytesPerSecond(const std::string& address, int64_t message_bytes,
   return rate;
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -16,7 +16,7 @@
 
 #include "grpcpp/server.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 // Bytes per second through one loopback TCP connection streaming at least
 // 256 MiB in system calls of min(message_bytes, 1 MiB); the best of three
@@ -36,6 +36,6 @@ std::unique_ptr<grpc::Server> StartAckServer(int* port);
 double BareGrpcBytesPerSecond(const std::string& address, int64_t message_bytes,
                               int in_flight, int messages, bool to_server);
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_TRANSFER_BASELINES_H_

@@ -23,7 +23,7 @@
 #include "absl/time/time.h"
 #include "proto/tpu_service.pb.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 // One request entry on its way to the worker. The payload of a transfer_to is
 // not copied into `entry` (its transfer_to.data is left unset): `payload`
@@ -92,6 +92,6 @@ class Transport {
       StreamCallbacks callbacks) = 0;
 };
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_TRANSPORT_H_

@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "hlo/shape.h"
 
-namespace tpu {
+namespace tpu::client {
 
-class FakeDriver::FakeEvent : public Event {
+class FakeDriver::FakeEvent : public driver::Event {
  public:
   void Complete(absl::Status status) {
     std::vector<std::function<void(absl::Status)>> callbacks;
@@ -64,33 +64,33 @@ std::shared_ptr<FakeDriver::FakeEvent> Done(absl::Status status) {
   return event;
 }
 
-struct FakeCompiled : public CompiledProgramHandle {
-  std::shared_ptr<Event> ready;
+struct FakeCompiled : public driver::CompiledProgramHandle {
+  std::shared_ptr<driver::Event> ready;
   absl::StatusOr<xla::ProgramShapeProto> shape;
-  std::shared_ptr<Event> OnReady() override { return ready; }
+  std::shared_ptr<driver::Event> OnReady() override { return ready; }
   absl::StatusOr<xla::ProgramShapeProto> program_shape() override {
     return shape;
   }
 };
 
-struct FakeLoaded : public LoadedProgramHandle {
-  std::shared_ptr<Event> ready;
+struct FakeLoaded : public driver::LoadedProgramHandle {
+  std::shared_ptr<driver::Event> ready;
   int core = 0;
   absl::StatusOr<xla::ProgramShapeProto> shape;
-  std::shared_ptr<Event> OnReady() override { return ready; }
+  std::shared_ptr<driver::Event> OnReady() override { return ready; }
 };
 
 }  // namespace
 
-class FakeDriver::FakeBuffer : public BufferHandle {
+class FakeDriver::FakeBuffer : public driver::BufferHandle {
  public:
-  std::shared_ptr<Event> ready = Done(absl::OkStatus());
+  std::shared_ptr<driver::Event> ready = Done(absl::OkStatus());
   int core = 0;
   Shape value_shape;
   std::vector<char> bytes;            // arrays
   std::vector<FakeBuffer*> children;  // tuples
 
-  std::shared_ptr<Event> OnReady() override { return ready; }
+  std::shared_ptr<driver::Event> OnReady() override { return ready; }
   int64_t size_in_bytes() override { return value_shape.ByteSize(); }
   std::optional<xla::ShapeProto> shape() override {
     return value_shape.ToProto();
@@ -184,8 +184,9 @@ std::vector<int> FakeDriver::executed_cores() const {
   return executed_cores_;
 }
 
-std::shared_ptr<Event> FakeDriver::After(absl::Span<Event* const> wait_for,
-                                         std::function<absl::Status()> op) {
+std::shared_ptr<driver::Event> FakeDriver::After(
+    absl::Span<driver::Event* const> wait_for,
+    std::function<absl::Status()> op) {
   struct State {
     std::atomic<int> remaining;
     absl::Mutex mu;
@@ -212,7 +213,7 @@ std::shared_ptr<Event> FakeDriver::After(absl::Span<Event* const> wait_for,
     }
     event->Complete(op());
   };
-  for (Event* e : wait_for) e->AddCallback(arrive);
+  for (driver::Event* e : wait_for) e->AddCallback(arrive);
   arrive(absl::OkStatus());
   return event;
 }
@@ -245,17 +246,16 @@ absl::StatusOr<tpu_driver::SystemInfo> FakeDriver::QuerySystemInfo() {
 
 absl::Status FakeDriver::Reset() { return absl::OkStatus(); }
 
-std::unique_ptr<BufferHandle> FakeDriver::Allocate(
+std::unique_ptr<driver::BufferHandle> FakeDriver::Allocate(
     int32_t core_id, tpu_driver::MemoryRegion region, int64_t num_bytes,
-    absl::Span<Event* const> wait_for) {
+    absl::Span<driver::Event* const> wait_for) {
   return Allocate(core_id, region, Shape::Array(xla::U8, {num_bytes}).ToProto(),
                   wait_for);
 }
 
-std::unique_ptr<BufferHandle> FakeDriver::Allocate(int32_t core_id,
-                                                   tpu_driver::MemoryRegion,
-                                                   const xla::ShapeProto& shape,
-                                                   absl::Span<Event* const>) {
+std::unique_ptr<driver::BufferHandle> FakeDriver::Allocate(
+    int32_t core_id, tpu_driver::MemoryRegion, const xla::ShapeProto& shape,
+    absl::Span<driver::Event* const>) {
   auto buffer = std::make_unique<FakeBuffer>();
   buffer->core = core_id;
   absl::StatusOr<Shape> parsed = Shape::FromProto(shape);
@@ -270,13 +270,14 @@ std::unique_ptr<BufferHandle> FakeDriver::Allocate(int32_t core_id,
   return buffer;
 }
 
-std::unique_ptr<BufferHandle> FakeDriver::AllocateTuple(
+std::unique_ptr<driver::BufferHandle> FakeDriver::AllocateTuple(
     int32_t core_id, tpu_driver::MemoryRegion,
-    absl::Span<BufferHandle* const> children, absl::Span<Event* const>) {
+    absl::Span<driver::BufferHandle* const> children,
+    absl::Span<driver::Event* const>) {
   auto buffer = std::make_unique<FakeBuffer>();
   buffer->core = core_id;
   std::vector<Shape> shapes;
-  for (BufferHandle* child : children) {
+  for (driver::BufferHandle* child : children) {
     auto* fake = static_cast<FakeBuffer*>(child);
     buffer->children.push_back(fake);
     shapes.push_back(fake->value_shape);
@@ -287,9 +288,10 @@ std::unique_ptr<BufferHandle> FakeDriver::AllocateTuple(
   return buffer;
 }
 
-std::shared_ptr<Event> FakeDriver::Deallocate(
-    std::unique_ptr<BufferHandle> handle, absl::Span<Event* const> wait_for) {
-  std::shared_ptr<BufferHandle> owned(std::move(handle));
+std::shared_ptr<driver::Event> FakeDriver::Deallocate(
+    std::unique_ptr<driver::BufferHandle> handle,
+    absl::Span<driver::Event* const> wait_for) {
+  std::shared_ptr<driver::BufferHandle> owned(std::move(handle));
   return After(wait_for, [this, owned]() mutable {
     owned.reset();
     absl::MutexLock lock(&mu_);
@@ -298,8 +300,9 @@ std::shared_ptr<Event> FakeDriver::Deallocate(
   });
 }
 
-std::shared_ptr<Event> FakeDriver::TransferToDevice(
-    const void* src, BufferHandle* dst, absl::Span<Event* const> wait_for) {
+std::shared_ptr<driver::Event> FakeDriver::TransferToDevice(
+    const void* src, driver::BufferHandle* dst,
+    absl::Span<driver::Event* const> wait_for) {
   auto* buffer = static_cast<FakeBuffer*>(dst);
   return After(wait_for, [src, buffer] {
     if (!buffer->bytes.empty()) {
@@ -309,8 +312,9 @@ std::shared_ptr<Event> FakeDriver::TransferToDevice(
   });
 }
 
-std::shared_ptr<Event> FakeDriver::TransferFromDevice(
-    const BufferHandle* src, void* dst, absl::Span<Event* const> wait_for) {
+std::shared_ptr<driver::Event> FakeDriver::TransferFromDevice(
+    const driver::BufferHandle* src, void* dst,
+    absl::Span<driver::Event* const> wait_for) {
   const auto* buffer = static_cast<const FakeBuffer*>(src);
   {
     absl::MutexLock lock(&mu_);
@@ -324,9 +328,9 @@ std::shared_ptr<Event> FakeDriver::TransferFromDevice(
   });
 }
 
-std::shared_ptr<Event> FakeDriver::TransferFromDeviceToDevice(
-    const BufferHandle* src, BufferHandle* dst,
-    absl::Span<Event* const> wait_for) {
+std::shared_ptr<driver::Event> FakeDriver::TransferFromDeviceToDevice(
+    const driver::BufferHandle* src, driver::BufferHandle* dst,
+    absl::Span<driver::Event* const> wait_for) {
   const auto* from = static_cast<const FakeBuffer*>(src);
   auto* to = static_cast<FakeBuffer*>(dst);
   {
@@ -342,9 +346,9 @@ std::shared_ptr<Event> FakeDriver::TransferFromDeviceToDevice(
   });
 }
 
-std::unique_ptr<CompiledProgramHandle> FakeDriver::CompileProgram(
+std::unique_ptr<driver::CompiledProgramHandle> FakeDriver::CompileProgram(
     const xla::HloProto& source, int32_t num_replicas,
-    absl::Span<Event* const>) {
+    absl::Span<driver::Event* const>) {
   auto compiled = std::make_unique<FakeCompiled>();
   {
     absl::MutexLock lock(&mu_);
@@ -365,9 +369,9 @@ std::unique_ptr<CompiledProgramHandle> FakeDriver::CompileProgram(
   return compiled;
 }
 
-std::unique_ptr<LoadedProgramHandle> FakeDriver::LoadProgram(
-    int32_t core_id, const CompiledProgramHandle* handle,
-    absl::Span<Event* const>) {
+std::unique_ptr<driver::LoadedProgramHandle> FakeDriver::LoadProgram(
+    int32_t core_id, const driver::CompiledProgramHandle* handle,
+    absl::Span<driver::Event* const>) {
   const auto* compiled = static_cast<const FakeCompiled*>(handle);
   auto loaded = std::make_unique<FakeLoaded>();
   loaded->core = core_id;
@@ -378,10 +382,10 @@ std::unique_ptr<LoadedProgramHandle> FakeDriver::LoadProgram(
   return loaded;
 }
 
-std::shared_ptr<Event> FakeDriver::UnloadProgram(
-    std::unique_ptr<LoadedProgramHandle> handle,
-    absl::Span<Event* const> wait_for) {
-  std::shared_ptr<LoadedProgramHandle> owned(std::move(handle));
+std::shared_ptr<driver::Event> FakeDriver::UnloadProgram(
+    std::unique_ptr<driver::LoadedProgramHandle> handle,
+    absl::Span<driver::Event* const> wait_for) {
+  std::shared_ptr<driver::LoadedProgramHandle> owned(std::move(handle));
   return After(wait_for, [this, owned]() mutable {
     owned.reset();
     absl::MutexLock lock(&mu_);
@@ -390,17 +394,18 @@ std::shared_ptr<Event> FakeDriver::UnloadProgram(
   });
 }
 
-std::shared_ptr<Event> FakeDriver::ExecuteProgram(
-    LoadedProgramHandle* program, absl::Span<BufferHandle* const> inputs,
-    absl::Span<BufferHandle* const> outputs,
+std::shared_ptr<driver::Event> FakeDriver::ExecuteProgram(
+    driver::LoadedProgramHandle* program,
+    absl::Span<driver::BufferHandle* const> inputs,
+    absl::Span<driver::BufferHandle* const> outputs,
     const xla::DeviceAssignmentProto& device_assignment,
-    absl::Span<Event* const> wait_for) {
+    absl::Span<driver::Event* const> wait_for) {
   auto* loaded = static_cast<FakeLoaded*>(program);
   if (outputs.size() != 1) {
     return Done(absl::InvalidArgumentError("execute needs exactly one output"));
   }
   std::vector<FakeBuffer*> in_leaves, out_leaves;
-  for (BufferHandle* input : inputs) {
+  for (driver::BufferHandle* input : inputs) {
     static_cast<FakeBuffer*>(input)->Leaves(&in_leaves);
   }
   static_cast<FakeBuffer*>(outputs[0])->Leaves(&out_leaves);
@@ -438,7 +443,7 @@ std::shared_ptr<Event> FakeDriver::ExecuteProgram(
   };
   // The execution event completes when `run` does, now or on release.
   auto done = std::make_shared<FakeEvent>();
-  std::shared_ptr<Event> started =
+  std::shared_ptr<driver::Event> started =
       After(wait_for, [] { return absl::OkStatus(); });
   started->AddCallback([this, done, run](absl::Status status) {
     if (!status.ok()) {
@@ -457,4 +462,4 @@ std::shared_ptr<Event> FakeDriver::ExecuteProgram(
   return done;
 }
 
-}  // namespace tpu
+}  // namespace tpu::client

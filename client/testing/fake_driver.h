@@ -20,9 +20,9 @@
 #include "driver/tpu_driver.h"
 #include "hlo/literal.h"
 
-namespace tpu {
+namespace tpu::client {
 
-class FakeDriver : public TpuDriver {
+class FakeDriver : public driver::TpuDriver {
  public:
   // Computes the result leaves from the argument leaves (flattened, in
   // order). `outputs` arrive sized for the result's leaves.
@@ -56,41 +56,44 @@ class FakeDriver : public TpuDriver {
   // TpuDriver.
   absl::StatusOr<tpu_driver::SystemInfo> QuerySystemInfo() override;
   absl::Status Reset() override;
-  std::unique_ptr<BufferHandle> Allocate(
+  std::unique_ptr<driver::BufferHandle> Allocate(
       int32_t core_id, tpu_driver::MemoryRegion region, int64_t num_bytes,
-      absl::Span<Event* const> wait_for) override;
-  std::unique_ptr<BufferHandle> Allocate(
+      absl::Span<driver::Event* const> wait_for) override;
+  std::unique_ptr<driver::BufferHandle> Allocate(
       int32_t core_id, tpu_driver::MemoryRegion region,
-      const xla::ShapeProto& shape, absl::Span<Event* const> wait_for) override;
-  std::unique_ptr<BufferHandle> AllocateTuple(
+      const xla::ShapeProto& shape,
+      absl::Span<driver::Event* const> wait_for) override;
+  std::unique_ptr<driver::BufferHandle> AllocateTuple(
       int32_t core_id, tpu_driver::MemoryRegion region,
-      absl::Span<BufferHandle* const> children,
-      absl::Span<Event* const> wait_for) override;
-  std::shared_ptr<Event> Deallocate(std::unique_ptr<BufferHandle> handle,
-                                    absl::Span<Event* const> wait_for) override;
-  std::shared_ptr<Event> TransferToDevice(
-      const void* src, BufferHandle* dst,
-      absl::Span<Event* const> wait_for) override;
-  std::shared_ptr<Event> TransferFromDevice(
-      const BufferHandle* src, void* dst,
-      absl::Span<Event* const> wait_for) override;
-  std::shared_ptr<Event> TransferFromDeviceToDevice(
-      const BufferHandle* src, BufferHandle* dst,
-      absl::Span<Event* const> wait_for) override;
-  std::unique_ptr<CompiledProgramHandle> CompileProgram(
+      absl::Span<driver::BufferHandle* const> children,
+      absl::Span<driver::Event* const> wait_for) override;
+  std::shared_ptr<driver::Event> Deallocate(
+      std::unique_ptr<driver::BufferHandle> handle,
+      absl::Span<driver::Event* const> wait_for) override;
+  std::shared_ptr<driver::Event> TransferToDevice(
+      const void* src, driver::BufferHandle* dst,
+      absl::Span<driver::Event* const> wait_for) override;
+  std::shared_ptr<driver::Event> TransferFromDevice(
+      const driver::BufferHandle* src, void* dst,
+      absl::Span<driver::Event* const> wait_for) override;
+  std::shared_ptr<driver::Event> TransferFromDeviceToDevice(
+      const driver::BufferHandle* src, driver::BufferHandle* dst,
+      absl::Span<driver::Event* const> wait_for) override;
+  std::unique_ptr<driver::CompiledProgramHandle> CompileProgram(
       const xla::HloProto& source, int32_t num_replicas,
-      absl::Span<Event* const> wait_for) override;
-  std::unique_ptr<LoadedProgramHandle> LoadProgram(
-      int32_t core_id, const CompiledProgramHandle* handle,
-      absl::Span<Event* const> wait_for) override;
-  std::shared_ptr<Event> UnloadProgram(
-      std::unique_ptr<LoadedProgramHandle> handle,
-      absl::Span<Event* const> wait_for) override;
-  std::shared_ptr<Event> ExecuteProgram(
-      LoadedProgramHandle* program, absl::Span<BufferHandle* const> inputs,
-      absl::Span<BufferHandle* const> outputs,
+      absl::Span<driver::Event* const> wait_for) override;
+  std::unique_ptr<driver::LoadedProgramHandle> LoadProgram(
+      int32_t core_id, const driver::CompiledProgramHandle* handle,
+      absl::Span<driver::Event* const> wait_for) override;
+  std::shared_ptr<driver::Event> UnloadProgram(
+      std::unique_ptr<driver::LoadedProgramHandle> handle,
+      absl::Span<driver::Event* const> wait_for) override;
+  std::shared_ptr<driver::Event> ExecuteProgram(
+      driver::LoadedProgramHandle* program,
+      absl::Span<driver::BufferHandle* const> inputs,
+      absl::Span<driver::BufferHandle* const> outputs,
       const xla::DeviceAssignmentProto& device_assignment,
-      absl::Span<Event* const> wait_for) override;
+      absl::Span<driver::Event* const> wait_for) override;
 
   class FakeEvent;
   class FakeBuffer;
@@ -98,8 +101,9 @@ class FakeDriver : public TpuDriver {
  private:
   // Runs `op` once every event of `wait_for` completed; the returned event
   // completes with op's status (or the first failed dependency's).
-  std::shared_ptr<Event> After(absl::Span<Event* const> wait_for,
-                               std::function<absl::Status()> op);
+  std::shared_ptr<driver::Event> After(
+      absl::Span<driver::Event* const> wait_for,
+      std::function<absl::Status()> op);
 
   const int chips_;
   const int cores_per_chip_;
@@ -117,6 +121,6 @@ class FakeDriver : public TpuDriver {
   std::vector<int> executed_cores_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace tpu
+}  // namespace tpu::client
 
 #endif  // SOFTWARE_TPU_CLIENT_TESTING_FAKE_DRIVER_H_

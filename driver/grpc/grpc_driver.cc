@@ -5,7 +5,7 @@
 #include "absl/strings/match.h"
 #include "driver/driver_registry.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 absl::StatusOr<std::unique_ptr<StreamDriver>> OpenGrpcDriver(
     const tpu_driver::TpuDriverConfig& config, GrpcCredentialsKind credentials,
@@ -35,4 +35,4 @@ const int kRegistered = DriverRegistry::Register(
     });
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -13,7 +13,7 @@
 #include "driver/stream_driver.h"
 #include "proto/tpu_driver.pb.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 // Opens `config.worker()` ("grpc://host:port"). Waits at most
 // config.grpc().connection_timeout_secs for the worker, then fails
@@ -23,6 +23,6 @@ absl::StatusOr<std::unique_ptr<StreamDriver>> OpenGrpcDriver(
     GrpcCredentialsKind credentials = GrpcCredentialsKind::kInsecure,
     StreamDriverOptions options = StreamDriverOptions());
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_GRPC_GRPC_DRIVER_H_

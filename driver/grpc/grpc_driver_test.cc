@@ -11,7 +11,7 @@
 #include "driver/driver_registry.h"
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 // A loopback socket bound to a free port; listening or not.
@@ -95,4 +95,4 @@ TEST(GrpcDriverTest, AddressWithoutHostIsInvalidArgument) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -18,7 +18,7 @@
 #include "grpcpp/support/sync_stream.h"
 #include "proto/tpu_service.grpc.pb.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 constexpr char kScheme[] = "grpc://";
@@ -216,4 +216,4 @@ std::unique_ptr<TransportStream> GrpcTransport::OpenStream(
                                                std::move(callbacks));
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

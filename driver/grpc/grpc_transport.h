@@ -20,7 +20,7 @@
 #include "grpcpp/security/credentials.h"
 #include "proto/tpu_driver.pb.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 // Which credentials to use for the channel.
 enum class GrpcCredentialsKind {
@@ -54,6 +54,6 @@ class GrpcTransport : public Transport {
   const std::shared_ptr<grpc::Channel> channel_;
 };
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_GRPC_GRPC_TRANSPORT_H_

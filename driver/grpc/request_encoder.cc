@@ -5,7 +5,7 @@
 #include "grpcpp/support/slice.h"
 #include "proto/wire_slices.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 constexpr uint32_t kRequestEntry = 30;  // StreamRequest.entry
@@ -44,4 +44,4 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(
   return messages;
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

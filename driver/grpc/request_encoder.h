@@ -18,7 +18,7 @@
 #include "driver/transport.h"
 #include "grpcpp/support/byte_buffer.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 // Messages larger than this are split (one entry may exceed it on its own).
 inline constexpr int64_t kMaxStreamRequestBytes = 10 * 1000 * 1000;
@@ -29,6 +29,6 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(
     const std::vector<OutgoingEntry>& batch,
     int64_t max_message_bytes = kMaxStreamRequestBytes);
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_GRPC_REQUEST_ENCODER_H_

@@ -5,7 +5,7 @@
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 using tpu_driver::StreamRequest;
@@ -92,4 +92,4 @@ TEST(RequestEncoderTest, AnEntryLargerThanTheLimitGoesAlone) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "proto/wire_slices.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 constexpr uint32_t kResponseEntry = 20;  // StreamResponse.entry
@@ -74,4 +74,4 @@ absl::Status DecodeStreamResponse(const grpc::ByteBuffer& buffer,
   return error;
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

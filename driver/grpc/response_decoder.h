@@ -15,7 +15,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "proto/tpu_service.pb.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 // Where the `bytes` bytes of operation `wire_id`'s transfer_from data go, or
 // null to leave them in the decoded entry.
@@ -29,6 +29,6 @@ absl::Status DecodeStreamResponse(const grpc::ByteBuffer& buffer,
                                   const TransferDestination& destination,
                                   tpu_driver::StreamResponse* response);
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_GRPC_RESPONSE_DECODER_H_

@@ -5,7 +5,7 @@
 
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 using tpu_driver::StreamResponse;
@@ -107,4 +107,4 @@ TEST(ResponseDecoderTest, EmptyMessageHasNoEntries) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -10,7 +10,7 @@
 #include "driver/driver_registry.h"
 #include "driver/local/local_transport.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 constexpr char kScheme[] = "local://";
@@ -34,7 +34,8 @@ absl::Status ParseInt(absl::string_view name, absl::string_view value,
 
 }  // namespace
 
-absl::StatusOr<WorkerOptions> ParseLocalAddress(absl::string_view address) {
+absl::StatusOr<emulator::WorkerOptions> ParseLocalAddress(
+    absl::string_view address) {
   absl::string_view rest = address;
   if (!absl::ConsumePrefix(&rest, kScheme)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -46,7 +47,7 @@ absl::StatusOr<WorkerOptions> ParseLocalAddress(absl::string_view address) {
                      "\": a local:// address has no host; write local:// or "
                      "local://?chips=N&cores_per_chip=M"));
   }
-  WorkerOptions options;
+  emulator::WorkerOptions options;
   if (rest.empty()) return options;
   for (absl::string_view param : absl::StrSplit(rest, '&')) {
     if (param.empty()) continue;
@@ -96,20 +97,21 @@ absl::StatusOr<WorkerOptions> ParseLocalAddress(absl::string_view address) {
 
 absl::StatusOr<std::unique_ptr<StreamDriver>> OpenLocalDriver(
     const tpu_driver::TpuDriverConfig& config, StreamDriverOptions options) {
-  absl::StatusOr<WorkerOptions> worker_options =
+  absl::StatusOr<emulator::WorkerOptions> worker_options =
       ParseLocalAddress(config.worker());
   if (!worker_options.ok()) return worker_options.status();
-  absl::StatusOr<std::unique_ptr<Worker>> worker =
-      Worker::Create(*worker_options);
+  absl::StatusOr<std::unique_ptr<emulator::Worker>> worker =
+      emulator::Worker::Create(*worker_options);
   if (!worker.ok()) return worker.status();
   return StreamDriver::Create(
       std::make_unique<LocalTransport>(
-          std::shared_ptr<Worker>(*std::move(worker)), config.worker()),
+          std::shared_ptr<emulator::Worker>(*std::move(worker)),
+          config.worker()),
       options);
 }
 
 absl::StatusOr<std::unique_ptr<StreamDriver>> OpenLocalDriver(
-    std::shared_ptr<Worker> worker, StreamDriverOptions options) {
+    std::shared_ptr<emulator::Worker> worker, StreamDriverOptions options) {
   return StreamDriver::Create(
       std::make_unique<LocalTransport>(std::move(worker), kScheme), options);
 }
@@ -127,4 +129,4 @@ const int kRegistered = DriverRegistry::Register(
     });
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -17,14 +17,15 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "driver/stream_driver.h"
-#include "emulator/worker.h"
+#include "emulator/worker/worker.h"
 #include "proto/tpu_driver.pb.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 // The WorkerOptions a local:// address asks for. INVALID_ARGUMENT naming the
 // parameter for an unknown parameter or a bad value.
-absl::StatusOr<WorkerOptions> ParseLocalAddress(absl::string_view address);
+absl::StatusOr<emulator::WorkerOptions> ParseLocalAddress(
+    absl::string_view address);
 
 // Creates a Worker as `config.worker()` says and opens a driver on it. The
 // Worker lives as long as the driver.
@@ -35,9 +36,9 @@ absl::StatusOr<std::unique_ptr<StreamDriver>> OpenLocalDriver(
 // Opens a driver (a new client session) on an existing `worker`, which may
 // serve other drivers too.
 absl::StatusOr<std::unique_ptr<StreamDriver>> OpenLocalDriver(
-    std::shared_ptr<Worker> worker,
+    std::shared_ptr<emulator::Worker> worker,
     StreamDriverOptions options = StreamDriverOptions());
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_LOCAL_LOCAL_DRIVER_H_

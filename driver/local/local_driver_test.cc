@@ -4,18 +4,19 @@
 #include "driver/driver_registry.h"
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 TEST(ParseLocalAddressTest, DefaultsWithoutParameters) {
-  absl::StatusOr<WorkerOptions> options = ParseLocalAddress("local://");
+  absl::StatusOr<emulator::WorkerOptions> options =
+      ParseLocalAddress("local://");
   ASSERT_TRUE(options.ok()) << options.status();
-  EXPECT_EQ(options->chips, WorkerOptions().chips);
-  EXPECT_EQ(options->cores_per_chip, WorkerOptions().cores_per_chip);
+  EXPECT_EQ(options->chips, emulator::WorkerOptions().chips);
+  EXPECT_EQ(options->cores_per_chip, emulator::WorkerOptions().cores_per_chip);
 }
 
 TEST(ParseLocalAddressTest, ReadsEveryParameter) {
-  absl::StatusOr<WorkerOptions> options = ParseLocalAddress(
+  absl::StatusOr<emulator::WorkerOptions> options = ParseLocalAddress(
       "local://?chips=3&cores_per_chip=1&hbm_bytes_per_core=4096&"
       "tpu_numerics=1&compute_threads=2&unknown_handle_wait_ms=10");
   ASSERT_TRUE(options.ok()) << options.status();
@@ -41,7 +42,8 @@ TEST(ParseLocalAddressTest, BadParametersAreNamed) {
       {"local://somehost", "no host"},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<WorkerOptions> options = ParseLocalAddress(c.address);
+    absl::StatusOr<emulator::WorkerOptions> options =
+        ParseLocalAddress(c.address);
     ASSERT_FALSE(options.ok()) << c.address;
     EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_TRUE(absl::StrContains(options.status().message(), c.names))
@@ -74,4 +76,4 @@ TEST(LocalDriverTest, BadAddressFailsToOpen) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver

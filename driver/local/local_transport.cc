@@ -6,7 +6,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 // Shared with the worker's response callback, which may outlive the stream
@@ -17,7 +17,7 @@ struct StreamState {
   bool done ABSL_GUARDED_BY(mu) = false;
 
   void Respond(const tpu_driver::StreamResponse& response,
-               const TransferData& transfer_data) {
+               const emulator::TransferData& transfer_data) {
     absl::MutexLock lock(&mu);
     if (done) return;
     if (transfer_data.empty()) {
@@ -29,7 +29,7 @@ struct StreamState {
     tpu_driver::StreamResponse copy = response;
     for (int i = 0; i < copy.entry_size(); ++i) {
       const std::shared_ptr<AlignedBuffer>& payload =
-          PayloadOf(transfer_data, i);
+          emulator::PayloadOf(transfer_data, i);
       if (payload == nullptr) continue;
       auto* entry = copy.mutable_entry(i);
       void* dst = payload->size() > 0 && callbacks.transfer_destination
@@ -56,13 +56,13 @@ struct StreamState {
 
 class LocalTransportStream : public TransportStream {
  public:
-  LocalTransportStream(Worker* worker, StreamCallbacks callbacks)
+  LocalTransportStream(emulator::Worker* worker, StreamCallbacks callbacks)
       : state_(std::make_shared<StreamState>()) {
     state_->callbacks = std::move(callbacks);
     std::shared_ptr<StreamState> state = state_;
-    stream_ =
-        worker->OpenStream([state](const tpu_driver::StreamResponse& response,
-                                   const TransferData& transfer_data) {
+    stream_ = worker->OpenStream(
+        [state](const tpu_driver::StreamResponse& response,
+                const emulator::TransferData& transfer_data) {
           state->Respond(response, transfer_data);
         });
   }
@@ -79,7 +79,7 @@ class LocalTransportStream : public TransportStream {
     }
     tpu_driver::StreamRequest request;
     request.mutable_entry()->Reserve(static_cast<int>(batch.size()));
-    TransferData transfer_data;
+    emulator::TransferData transfer_data;
     for (OutgoingEntry& outgoing : batch) {
       auto* entry = request.add_entry();
       entry->Swap(&outgoing.entry);
@@ -118,13 +118,13 @@ class LocalTransportStream : public TransportStream {
 
  private:
   const std::shared_ptr<StreamState> state_;
-  std::unique_ptr<WorkerStream> stream_;
+  std::unique_ptr<emulator::WorkerStream> stream_;
   bool cancelled_ = false;  // Guarded by state_->mu.
 };
 
 }  // namespace
 
-LocalTransport::LocalTransport(std::shared_ptr<Worker> worker,
+LocalTransport::LocalTransport(std::shared_ptr<emulator::Worker> worker,
                                std::string address)
     : worker_(std::move(worker)), address_(std::move(address)) {}
 
@@ -154,4 +154,4 @@ std::unique_ptr<TransportStream> LocalTransport::OpenStream(
                                                 std::move(callbacks));
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

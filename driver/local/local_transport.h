@@ -11,14 +11,14 @@
 #include <string>
 
 #include "driver/transport.h"
-#include "emulator/worker.h"
+#include "emulator/worker/worker.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 class LocalTransport : public Transport {
  public:
   // `address` names the worker in error messages.
-  LocalTransport(std::shared_ptr<Worker> worker, std::string address);
+  LocalTransport(std::shared_ptr<emulator::Worker> worker, std::string address);
 
   std::string address() const override { return address_; }
   absl::StatusOr<tpu_driver::OpenResponse> Open(
@@ -31,10 +31,10 @@ class LocalTransport : public Transport {
 
  private:
   // Constant after construction.
-  const std::shared_ptr<Worker> worker_;
+  const std::shared_ptr<emulator::Worker> worker_;
   const std::string address_;
 };
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_LOCAL_LOCAL_TRANSPORT_H_

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace tpu {
+namespace tpu::driver {
 
 Dispatcher::Dispatcher() : thread_([this] { Loop(); }) {}
 
@@ -47,4 +47,4 @@ void Dispatcher::Loop() {
   }
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

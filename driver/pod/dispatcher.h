@@ -18,7 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 class Dispatcher {
  public:
@@ -54,6 +54,6 @@ class Dispatcher {
   std::thread thread_;
 };
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_POD_DISPATCHER_H_

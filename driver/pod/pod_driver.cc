@@ -10,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "driver/driver_registry.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 absl::Status HandleDoesNotExist(int64_t id) {
@@ -967,4 +967,4 @@ void PodDriver::ReleaseWorkerResources(absl::Time deadline) {
   }
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -51,7 +51,7 @@
 #include "driver/tpu_driver.h"
 #include "proto/tpu_driver.pb.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 inline constexpr char kPodDriverPrefix[] = "grpc+pod://";
 
@@ -214,6 +214,6 @@ class PodDriver : public TpuDriver {
   PodScheduler scheduler_;
 };
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_POD_POD_DRIVER_H_

@@ -32,7 +32,7 @@
 #include "driver/pod/pod_driver.h"
 #include "driver/pod/testing/fake_driver.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 constexpr auto HBM = tpu_driver::HBM;
@@ -226,13 +226,13 @@ void PrintSummary() {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  tpu::PrintSummary();
+  tpu::driver::PrintSummary();
   return 0;
 }

@@ -4,7 +4,7 @@
 #include "driver/driver_registry.h"
 #include "driver/pod/pod_driver.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 const int kRegistered = DriverRegistry::Register(
@@ -18,4 +18,4 @@ const int kRegistered = DriverRegistry::Register(
     });
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -15,7 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 using ::testing::ElementsAre;
@@ -698,4 +698,4 @@ TEST(PodSliceTest, SliceHostsAreMergedByCoordinates) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver

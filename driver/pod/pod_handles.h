@@ -21,7 +21,7 @@
 #include "driver/pod/pod_op.h"
 #include "driver/tpu_driver.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 class PodEvent : public Event {
  public:
@@ -142,6 +142,6 @@ class PodLoadedProgramHandle : public LoadedProgramHandle {
   const int32_t core_id_;
 };
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_POD_POD_HANDLES_H_

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <utility>
 
-namespace tpu {
+namespace tpu::driver {
 
 bool PodOp::Complete(absl::Status status, const PodOp* origin) {
   std::vector<std::function<void(absl::Status)>> callbacks;
@@ -62,4 +62,4 @@ void PodOp::AddCallback(std::function<void(absl::Status)> callback) {
   callback(status_);
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

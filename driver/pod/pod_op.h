@@ -22,7 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 class PodOp {
  public:
@@ -81,6 +81,6 @@ class PodOp {
   std::atomic<bool> done_{false};
 };
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_POD_POD_OP_H_

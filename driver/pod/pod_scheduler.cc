@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 // An operation waiting for its dependencies. Shared by the callbacks it left
 // on each dependency; the last one to complete starts it.
@@ -219,4 +219,4 @@ int64_t PodScheduler::live_ops() {
   return static_cast<int64_t>(live_.size());
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -32,7 +32,7 @@
 #include "driver/pod/pod_op.h"
 #include "driver/tpu_driver.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 class PodScheduler {
  public:
@@ -117,6 +117,6 @@ class PodScheduler {
 absl::Status DependencyFailedStatus(int64_t op_id, const char* op_kind,
                                     const PodOp& dep);
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_POD_POD_SCHEDULER_H_

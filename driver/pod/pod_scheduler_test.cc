@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 using ::testing::HasSubstr;
@@ -278,4 +278,4 @@ TEST(PodSchedulerTest, FailedOperationsAreBornComplete) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 int CoresInChips(const tpu_driver::SystemInfo& info) {
@@ -183,4 +183,4 @@ absl::StatusOr<xla::DeviceAssignmentProto> TranslateDeviceAssignment(
   return out;
 }
 
-}  // namespace tpu
+}  // namespace tpu::driver

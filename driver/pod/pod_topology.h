@@ -28,7 +28,7 @@
 #include "proto/tpu_driver.pb.h"
 #include "proto/xla_data.pb.h"
 
-namespace tpu {
+namespace tpu::driver {
 
 struct PodCoreLocation {
   // Index of the worker (in the order of the pod address) serving the core.
@@ -68,6 +68,6 @@ absl::StatusOr<xla::DeviceAssignmentProto> TranslateDeviceAssignment(
     const PodTopology& topology, int worker,
     const xla::DeviceAssignmentProto& pod_assignment);
 
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_POD_POD_TOPOLOGY_H_

@@ -6,7 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace {
 
 using ::testing::ElementsAre;
@@ -182,4 +182,4 @@ TEST(PodTopologyTest, AssignmentOutsideThePodIsRejected) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::driver

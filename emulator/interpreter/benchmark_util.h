@@ -17,7 +17,7 @@
 #include "emulator/interpreter/test_util.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace bench {
 
 // The pool every benchmark (and its baseline) runs on: one thread per core.
@@ -84,6 +84,6 @@ inline Literal MustExecute(const Executable& exe, std::vector<Literal> args) {
 }
 
 }  // namespace bench
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_BENCHMARK_UTIL_H_

@@ -22,7 +22,7 @@
 #include "emulator/interpreter/test_util.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace {
 
 constexpr int64_t kBatch = 8, kSize = 56, kIn = 64, kOut = 64, kK = 3;
@@ -144,9 +144,9 @@ void BM_Convolution(benchmark::State& state) {
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<Literal> out = (*exe)->Execute({x, w}, context, nullptr);
-    const double s = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     best = std::min(best, s);
     if (!out.ok()) {
       state.SkipWithError(std::string(out.status().message()).c_str());
@@ -162,6 +162,6 @@ void BM_Convolution(benchmark::State& state) {
 BENCHMARK(BM_Convolution)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 BENCHMARK_MAIN();

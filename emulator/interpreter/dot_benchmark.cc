@@ -7,7 +7,7 @@
 #include "benchmark/benchmark.h"
 #include "emulator/interpreter/benchmark_util.h"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace {
 
 constexpr int64_t kN = 1024;
@@ -72,6 +72,6 @@ BENCHMARK(BM_InterpreterDotF32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_InterpreterDotBf16)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 BENCHMARK_MAIN();

@@ -10,7 +10,7 @@
 #include "benchmark/benchmark.h"
 #include "emulator/interpreter/benchmark_util.h"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace {
 
 // memcpy of 256 MiB, split over the pool's threads like the kernels are.
@@ -99,6 +99,6 @@ ENTRY e {
 BENCHMARK(BM_RowReduce)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 BENCHMARK_MAIN();

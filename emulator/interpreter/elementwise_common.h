@@ -10,8 +10,7 @@
 
 #include "emulator/interpreter/kernel_util.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 
 // f16/bf16 compute in f32 and round once, as XLA's CPU backend does.
 template <typename T>
@@ -44,7 +43,6 @@ void BinaryLoop(const Eigen::ThreadPoolDevice* device, const A* a, const B* b,
   });
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_ELEMENTWISE_COMMON_H_

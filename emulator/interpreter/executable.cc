@@ -9,7 +9,7 @@
 #include "emulator/interpreter/plan.h"
 #include "hlo/hlo_module.h"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace {
 
 using interpreter::CompiledComputation;
@@ -117,4 +117,4 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(
       *std::move(module), std::move(compiler).Take(), *entry));
 }
 
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -26,7 +26,7 @@ namespace Eigen {
 struct ThreadPoolDevice;
 }  // namespace Eigen
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 
 struct CompileOptions {
   // Replicas the program is compiled for (collectives and replica-id use it).
@@ -77,6 +77,6 @@ class Executable {
                                           ExecutionStats* stats) const = 0;
 };
 
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_EXECUTABLE_H_

@@ -11,8 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "emulator/interpreter/kernel_util.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 enum class Op {
@@ -401,5 +400,4 @@ std::vector<FusionGroup> FindElementwiseFusions(
   return groups;
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -18,8 +18,7 @@
 #include "emulator/interpreter/kernel.h"
 #include "hlo/hlo_module.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 
 struct FusionGroup {
   const HloInstruction* root = nullptr;
@@ -35,7 +34,6 @@ struct FusionGroup {
 std::vector<FusionGroup> FindElementwiseFusions(
     const HloComputation& computation);
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_FUSION_H_

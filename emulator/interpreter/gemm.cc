@@ -14,8 +14,7 @@
 // product (cheap to compile, same kernels single-threaded), parallelized by
 // splitting rows of the output across the pool.
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 template <typename T>
@@ -140,14 +139,14 @@ void BatchedGemm(const Eigen::ThreadPoolDevice* device, int64_t batch,
   const bool per_batch_threads =
       threads > 1 && batch >= threads && m * n * k <= 128 * 128 * 128;
   if (per_batch_threads) {
-    device->parallelFor(
-        batch, Eigen::TensorOpCost(0, 0, 2.0 * m * n * k),
-        [&](Eigen::Index first, Eigen::Index last) {
-          for (Eigen::Index i = first; i < last; ++i) {
-            GemmRows(0, m, m, n, k, a + i * m * k, a_transposed,
-                     b + i * k * n, b_transposed, out + i * m * n, accumulate);
-          }
-        });
+    device->parallelFor(batch, Eigen::TensorOpCost(0, 0, 2.0 * m * n * k),
+                        [&](Eigen::Index first, Eigen::Index last) {
+                          for (Eigen::Index i = first; i < last; ++i) {
+                            GemmRows(0, m, m, n, k, a + i * m * k, a_transposed,
+                                     b + i * k * n, b_transposed,
+                                     out + i * m * n, accumulate);
+                          }
+                        });
     return;
   }
   for (int64_t i = 0; i < batch; ++i) {
@@ -168,5 +167,4 @@ TPU_INSTANTIATE_GEMM(int32_t)
 TPU_INSTANTIATE_GEMM(int64_t)
 #undef TPU_INSTANTIATE_GEMM
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -12,8 +12,7 @@ namespace Eigen {
 struct ThreadPoolDevice;
 }
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 
 // For b in [0, batch): out[b] (m x n) = A[b] * B[b], where A[b] is m x k
 // (or k x m stored, if a_transposed) and B[b] is k x n (or n x k stored, if
@@ -26,7 +25,6 @@ void BatchedGemm(const Eigen::ThreadPoolDevice* device, int64_t batch,
                  const T* b, bool b_transposed, T* out,
                  bool accumulate = false);
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_GEMM_H_

@@ -4,8 +4,7 @@
 #include "emulator/interpreter/plan.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 class FnKernel : public Kernel {
@@ -65,5 +64,4 @@ absl::StatusOr<Literal> KernelContext::Call(
   return computation.Run(*state_, std::move(arguments));
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

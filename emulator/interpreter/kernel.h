@@ -39,8 +39,7 @@
 #include "hlo/hlo_module.h"
 #include "hlo/literal.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 
 class CompiledComputation;
 class ExecState;
@@ -128,14 +127,13 @@ void RegisterDataMovementKernels(KernelRegistry& registry);
 void RegisterDotKernels(KernelRegistry& registry);
 void RegisterReduceKernels(KernelRegistry& registry);
 void RegisterConvolutionKernels(KernelRegistry& registry);
-void RegisterWindowKernels(KernelRegistry& registry);     
-void RegisterLinalgKernels(KernelRegistry& registry);     
-void RegisterFftKernels(KernelRegistry& registry);        
-void RegisterRngKernels(KernelRegistry& registry);        
+void RegisterWindowKernels(KernelRegistry& registry);
+void RegisterLinalgKernels(KernelRegistry& registry);
+void RegisterFftKernels(KernelRegistry& registry);
+void RegisterRngKernels(KernelRegistry& registry);
 void RegisterGatherScatterKernels(KernelRegistry& registry);
 void RegisterSortKernels(KernelRegistry& registry);
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_KERNEL_H_

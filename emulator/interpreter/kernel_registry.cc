@@ -2,8 +2,7 @@
 
 #include "emulator/interpreter/kernel.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 KernelRegistry* BuildGlobal() {
@@ -33,5 +32,4 @@ const KernelRegistry& KernelRegistry::Global() {
   return *registry;
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -4,8 +4,7 @@
 
 #include "unsupported/Eigen/CXX11/Tensor"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 
 absl::Status UnsupportedType(const HloInstruction& instruction,
                              xla::PrimitiveType type) {
@@ -415,5 +414,4 @@ int64_t ScalarAsInt64(const Literal& literal) {
   }
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

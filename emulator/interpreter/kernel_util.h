@@ -26,8 +26,7 @@ namespace Eigen {
 struct ThreadPoolDevice;
 }
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 
 using c64 = std::complex<float>;
 using c128 = std::complex<double>;
@@ -160,7 +159,6 @@ void Fill(const Eigen::ThreadPoolDevice* device, int64_t width, int64_t n,
 // Reads a scalar integer literal of any integer type as int64.
 int64_t ScalarAsInt64(const Literal& literal);
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_KERNEL_UTIL_H_

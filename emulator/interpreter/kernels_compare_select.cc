@@ -5,8 +5,7 @@
 
 #include "emulator/interpreter/elementwise_common.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 enum class Dir { kEq, kNe, kLt, kLe, kGt, kGe };
@@ -292,5 +291,4 @@ void RegisterCompareSelectKernels(KernelRegistry& registry) {
   registry.Register("clamp", &CompileClamp);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -6,8 +6,7 @@
 #include "emulator/interpreter/kernel_util.h"
 #include "emulator/interpreter/plan.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 absl::Status ExpectCalled(const HloInstruction& instruction, int64_t n) {
@@ -249,5 +248,4 @@ void RegisterControlFlowKernels(KernelRegistry& registry) {
   registry.Register("custom-call", &CompileCustomCall);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -3,8 +3,7 @@
 
 #include "emulator/interpreter/elementwise_common.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 template <typename To, typename From>
@@ -148,5 +147,4 @@ void RegisterConvertKernels(KernelRegistry& registry) {
   registry.Register("bitcast-convert", &CompileBitcastConvert);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

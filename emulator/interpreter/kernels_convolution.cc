@@ -21,8 +21,7 @@
 #include "emulator/interpreter/window_util.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 struct ConvPlan {
@@ -479,5 +478,4 @@ void RegisterConvolutionKernels(KernelRegistry& registry) {
   registry.Register("convolution", &CompileConvolution);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace {
 
 using testing::ComputationBuilder;
@@ -256,11 +256,10 @@ void CheckConv(const ConvSpec& s, xla::PrimitiveType lt, xla::PrimitiveType kt,
                const Eigen::ThreadPoolDevice* device = nullptr) {
   const std::vector<cd> lhs = SmallInts(Count(s.lhs_dims), 1, complex);
   const std::vector<cd> rhs = SmallInts(Count(s.rhs_dims), 2, complex);
-  absl::StatusOr<Literal> out =
-      RunModule(ConvModule(s, lt, kt, rt),
-                {MakeLiteral<L>(lt, s.lhs_dims, lhs),
-                 MakeLiteral<K>(kt, s.rhs_dims, rhs)},
-                {}, device);
+  absl::StatusOr<Literal> out = RunModule(ConvModule(s, lt, kt, rt),
+                                          {MakeLiteral<L>(lt, s.lhs_dims, lhs),
+                                           MakeLiteral<K>(kt, s.rhs_dims, rhs)},
+                                          {}, device);
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ(out->shape(), S(rt, ResultDims(s)));
   const std::vector<cd> want = Reference(s, lhs, rhs);
@@ -385,21 +384,21 @@ TEST(ConvolutionTest, ZeroSpatialDimsIsAMatmul) {
 }
 
 TEST(ConvolutionTest, FeatureGroupsAndDepthwise) {
-  ConvSpec grouped = Nhwc({2, 5, 5, 6}, {3, 3, 2, 6},
-                          {Win{3, 1, 1, 1}, Win{3, 1, 1, 1}});
+  ConvSpec grouped =
+      Nhwc({2, 5, 5, 6}, {3, 3, 2, 6}, {Win{3, 1, 1, 1}, Win{3, 1, 1, 1}});
   grouped.fgc = 3;
   CheckConv<float, float, float>(grouped, xla::F32, xla::F32, xla::F32);
   // Depthwise with channel multiplier 2: G = C = 4, O = 8.
-  ConvSpec depthwise = Nhwc({1, 6, 6, 4}, {3, 3, 1, 8},
-                            {Win{3, 2, 1, 1}, Win{3, 2, 1, 1}});
+  ConvSpec depthwise =
+      Nhwc({1, 6, 6, 4}, {3, 3, 1, 8}, {Win{3, 2, 1, 1}, Win{3, 2, 1, 1}});
   depthwise.fgc = 4;
   CheckConv<float, float, float>(depthwise, xla::F32, xla::F32, xla::F32);
 }
 
 TEST(ConvolutionTest, BatchGroupsAsInFilterBackprop) {
   // Weight gradient of a depthwise conv: batch_group_count = features.
-  ConvSpec s = Nhwc({4, 6, 6, 3}, {3, 3, 3, 4},
-                    {Win{3, 1, 1, 1}, Win{3, 1, 1, 1}});
+  ConvSpec s =
+      Nhwc({4, 6, 6, 3}, {3, 3, 3, 4}, {Win{3, 1, 1, 1}, Win{3, 1, 1, 1}});
   s.bgc = 2;
   CheckConv<float, float, float>(s, xla::F32, xla::F32, xla::F32);
   ConvSpec t = Nhwc({6, 5, 2}, {2, 2, 3}, {Win{2, 1, 0, 1}});
@@ -408,8 +407,8 @@ TEST(ConvolutionTest, BatchGroupsAsInFilterBackprop) {
 }
 
 TEST(ConvolutionTest, EveryElementType) {
-  const ConvSpec s = Nhwc({2, 5, 4, 3}, {3, 2, 3, 2},
-                          {Win{3, 1, 1, 1}, Win{2, 2, 0, 1}});
+  const ConvSpec s =
+      Nhwc({2, 5, 4, 3}, {3, 2, 3, 2}, {Win{3, 1, 1, 1}, Win{2, 2, 0, 1}});
   using bf16 = Eigen::bfloat16;
   using f16 = Eigen::half;
   using c64 = std::complex<float>;
@@ -442,8 +441,8 @@ TEST(ConvolutionTest, S8ResultWraps) {
 TEST(ConvolutionTest, ThreadedMatchesReference) {
   Eigen::ThreadPool pool(2);
   Eigen::ThreadPoolDevice device(&pool, 2);
-  ConvSpec s = Nhwc({3, 17, 13, 8}, {3, 3, 8, 16},
-                    {Win{3, 1, 1, 1}, Win{3, 1, 1, 1}});
+  ConvSpec s =
+      Nhwc({3, 17, 13, 8}, {3, 3, 8, 16}, {Win{3, 1, 1, 1}, Win{3, 1, 1, 1}});
   CheckConv<float, float, float>(s, xla::F32, xla::F32, xla::F32, false,
                                  &device);
   ConvSpec g = s;
@@ -467,11 +466,11 @@ TEST(ConvolutionTest, TpuNumericsRoundsOperandsToBf16) {
   auto run = [&](bool tpu, int precision) {
     CompileOptions options;
     options.tpu_numerics = tpu;
-    absl::StatusOr<Literal> out = RunModule(
-        ConvModule(s, xla::F32, xla::F32, xla::F32, precision),
-        {Vec<float>(xla::F32, {1, 1, 1}, {x}),
-         Vec<float>(xla::F32, {1, 1, 1}, {3})},
-        options);
+    absl::StatusOr<Literal> out =
+        RunModule(ConvModule(s, xla::F32, xla::F32, xla::F32, precision),
+                  {Vec<float>(xla::F32, {1, 1, 1}, {x}),
+                   Vec<float>(xla::F32, {1, 1, 1}, {3})},
+                  options);
     EXPECT_TRUE(out.ok()) << out.status();
     return out.ok() ? Values<float>(*out)[0] : -1.0f;
   };
@@ -520,9 +519,8 @@ TEST(ConvolutionTest, RejectsPred) {
       ConvModule(s, xla::PRED, xla::PRED, xla::PRED), CompileOptions());
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(e.status().message().find("pred"), std::string::npos)
-      << e.status();
+  EXPECT_NE(e.status().message().find("pred"), std::string::npos) << e.status();
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -7,8 +7,7 @@
 
 #include "emulator/interpreter/elementwise_common.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 std::vector<int64_t> Dims(const HloInstruction& instruction) {
@@ -556,5 +555,4 @@ void RegisterDataMovementKernels(KernelRegistry& registry) {
   registry.Register("iota", &CompileIota);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -5,8 +5,7 @@
 #include "emulator/interpreter/gemm.h"
 #include "emulator/interpreter/operand_prep.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 template <typename C>
@@ -230,5 +229,4 @@ void RegisterDotKernels(KernelRegistry& registry) {
   registry.Register("dot", &CompileDot);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -3,8 +3,7 @@
 
 #include "emulator/interpreter/elementwise_common.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 
 absl::Status ExpectSameDimensions(const HloInstruction& instruction) {
   for (const HloInstruction* operand : instruction.operands()) {
@@ -320,5 +319,4 @@ void RegisterElementwiseKernels(KernelRegistry& registry) {
   RegisterUnaryKernels(registry);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

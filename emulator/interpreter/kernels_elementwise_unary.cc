@@ -3,8 +3,7 @@
 
 #include "emulator/interpreter/elementwise_common.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 enum class Un {
@@ -527,5 +526,4 @@ void RegisterUnaryKernels(KernelRegistry& registry) {
   registry.Register("reduce-precision", &CompileReducePrecision);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

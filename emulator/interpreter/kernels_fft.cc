@@ -18,8 +18,7 @@
 
 #include "emulator/interpreter/elementwise_common.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 using cd = std::complex<double>;
@@ -158,96 +157,97 @@ struct FftPlan {
 template <typename Real>
 std::unique_ptr<Kernel> MakeFft(FftPlan plan) {
   using Complex = std::complex<Real>;
-  return MakeKernel([plan](KernelContext& context,
-                           absl::Span<const Operand> operands)
-                        -> absl::StatusOr<Literal> {
-    const Eigen::ThreadPoolDevice* device = context.device();
-    const int64_t r = plan.lengths.size();
-    std::vector<int64_t> full = {plan.batch};
-    for (int64_t n : plan.lengths) full.push_back(n);
-    int64_t full_count = 1, fft_size = 1;
-    for (int64_t v : full) full_count *= v;
-    for (int64_t n : plan.lengths) fft_size *= n;
-    Literal out = Literal::Uninitialized(plan.result);
-    if (plan.result.element_count() == 0) return out;
-    const Literal& in = *operands[0].value;
-    switch (plan.type) {
-      case xla::FFT:
-      case xla::IFFT: {
-        const bool inverse = plan.type == xla::IFFT;
-        std::vector<cd> data(full_count);
-        const Complex* src = in.data<Complex>().data();
-        for (int64_t i = 0; i < full_count; ++i) data[i] = cd(src[i]);
-        for (int64_t a = 0; a < r; ++a) {
-          TransformAxis(device, data.data(), full, a + 1, *plan.ffts[a],
-                        inverse);
-        }
-        const double scale = inverse ? 1.0 / fft_size : 1.0;
-        Complex* dst = static_cast<Complex*>(out.mutable_untyped_data());
-        for (int64_t i = 0; i < full_count; ++i) {
-          dst[i] = Complex(data[i] * scale);
-        }
-        return out;
-      }
-      case xla::RFFT: {
-        std::vector<cd> data(full_count);
-        const Real* src = in.data<Real>().data();
-        for (int64_t i = 0; i < full_count; ++i) data[i] = cd(src[i], 0.0);
-        for (int64_t a = 0; a < r; ++a) {
-          TransformAxis(device, data.data(), full, a + 1, *plan.ffts[a],
-                        false);
-        }
-        const int64_t n = plan.lengths.back();
-        const int64_t half = n / 2 + 1;
-        const int64_t rows = full_count / n;
-        Complex* dst = static_cast<Complex*>(out.mutable_untyped_data());
-        for (int64_t row = 0; row < rows; ++row) {
-          for (int64_t k = 0; k < half; ++k) {
-            dst[row * half + k] = Complex(data[row * n + k]);
+  return MakeKernel(
+      [plan](KernelContext& context,
+             absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        const Eigen::ThreadPoolDevice* device = context.device();
+        const int64_t r = plan.lengths.size();
+        std::vector<int64_t> full = {plan.batch};
+        for (int64_t n : plan.lengths) full.push_back(n);
+        int64_t full_count = 1, fft_size = 1;
+        for (int64_t v : full) full_count *= v;
+        for (int64_t n : plan.lengths) fft_size *= n;
+        Literal out = Literal::Uninitialized(plan.result);
+        if (plan.result.element_count() == 0) return out;
+        const Literal& in = *operands[0].value;
+        switch (plan.type) {
+          case xla::FFT:
+          case xla::IFFT: {
+            const bool inverse = plan.type == xla::IFFT;
+            std::vector<cd> data(full_count);
+            const Complex* src = in.data<Complex>().data();
+            for (int64_t i = 0; i < full_count; ++i) data[i] = cd(src[i]);
+            for (int64_t a = 0; a < r; ++a) {
+              TransformAxis(device, data.data(), full, a + 1, *plan.ffts[a],
+                            inverse);
+            }
+            const double scale = inverse ? 1.0 / fft_size : 1.0;
+            Complex* dst = static_cast<Complex*>(out.mutable_untyped_data());
+            for (int64_t i = 0; i < full_count; ++i) {
+              dst[i] = Complex(data[i] * scale);
+            }
+            return out;
+          }
+          case xla::RFFT: {
+            std::vector<cd> data(full_count);
+            const Real* src = in.data<Real>().data();
+            for (int64_t i = 0; i < full_count; ++i) data[i] = cd(src[i], 0.0);
+            for (int64_t a = 0; a < r; ++a) {
+              TransformAxis(device, data.data(), full, a + 1, *plan.ffts[a],
+                            false);
+            }
+            const int64_t n = plan.lengths.back();
+            const int64_t half = n / 2 + 1;
+            const int64_t rows = full_count / n;
+            Complex* dst = static_cast<Complex*>(out.mutable_untyped_data());
+            for (int64_t row = 0; row < rows; ++row) {
+              for (int64_t k = 0; k < half; ++k) {
+                dst[row * half + k] = Complex(data[row * n + k]);
+              }
+            }
+            return out;
+          }
+          default: {  // IRFFT
+            const int64_t n = plan.lengths.back();
+            const int64_t half = n / 2 + 1;
+            std::vector<int64_t> half_dims = full;
+            half_dims.back() = half;
+            const int64_t half_count = full_count / n * half;
+            std::vector<cd> spectrum(half_count);
+            const Complex* src = in.data<Complex>().data();
+            for (int64_t i = 0; i < half_count; ++i) spectrum[i] = cd(src[i]);
+            // Outer fft dims first (linear per frequency of the last dim).
+            for (int64_t a = 0; a + 1 < r; ++a) {
+              TransformAxis(device, spectrum.data(), half_dims, a + 1,
+                            *plan.ffts[a], true);
+            }
+            const int64_t rows = full_count / n;
+            Real* dst = static_cast<Real*>(out.mutable_untyped_data());
+            const double scale = 1.0 / fft_size;
+            const Fft1D& last = *plan.ffts.back();
+            ParallelFor(device, rows, 20.0 * n * std::log2(n + 1.0),
+                        [&](int64_t begin, int64_t end) {
+                          std::vector<cd> line(n), scratch;
+                          for (int64_t row = begin; row < end; ++row) {
+                            const cd* h = spectrum.data() + row * half;
+                            for (int64_t k = 0; k < n; ++k) {
+                              line[k] = k < half ? h[k] : std::conj(h[n - k]);
+                            }
+                            // DC and Nyquist must be real in a real signal.
+                            line[0] = cd(line[0].real(), 0);
+                            if (n % 2 == 0)
+                              line[n / 2] = cd(line[n / 2].real(), 0);
+                            last.Inverse(line.data(), scratch);
+                            for (int64_t k = 0; k < n; ++k) {
+                              dst[row * n + k] =
+                                  static_cast<Real>(line[k].real() * scale);
+                            }
+                          }
+                        });
+            return out;
           }
         }
-        return out;
-      }
-      default: {  // IRFFT
-        const int64_t n = plan.lengths.back();
-        const int64_t half = n / 2 + 1;
-        std::vector<int64_t> half_dims = full;
-        half_dims.back() = half;
-        const int64_t half_count = full_count / n * half;
-        std::vector<cd> spectrum(half_count);
-        const Complex* src = in.data<Complex>().data();
-        for (int64_t i = 0; i < half_count; ++i) spectrum[i] = cd(src[i]);
-        // Outer fft dims first (linear per frequency of the last dim).
-        for (int64_t a = 0; a + 1 < r; ++a) {
-          TransformAxis(device, spectrum.data(), half_dims, a + 1,
-                        *plan.ffts[a], true);
-        }
-        const int64_t rows = full_count / n;
-        Real* dst = static_cast<Real*>(out.mutable_untyped_data());
-        const double scale = 1.0 / fft_size;
-        const Fft1D& last = *plan.ffts.back();
-        ParallelFor(device, rows, 20.0 * n * std::log2(n + 1.0),
-                    [&](int64_t begin, int64_t end) {
-                      std::vector<cd> line(n), scratch;
-                      for (int64_t row = begin; row < end; ++row) {
-                        const cd* h = spectrum.data() + row * half;
-                        for (int64_t k = 0; k < n; ++k) {
-                          line[k] = k < half ? h[k] : std::conj(h[n - k]);
-                        }
-                        // DC and Nyquist must be real in a real signal.
-                        line[0] = cd(line[0].real(), 0);
-                        if (n % 2 == 0) line[n / 2] = cd(line[n / 2].real(), 0);
-                        last.Inverse(line.data(), scratch);
-                        for (int64_t k = 0; k < n; ++k) {
-                          dst[row * n + k] =
-                              static_cast<Real>(line[k].real() * scale);
-                        }
-                      }
-                    });
-        return out;
-      }
-    }
-  });
+      });
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> CompileFft(
@@ -260,14 +260,15 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileFft(
   for (int64_t n : instruction.proto().fft_length()) plan.lengths.push_back(n);
   const int64_t r = plan.lengths.size();
   if (r < 1 || r > 3) {
-    return Malformed(absl::StrCat("fft_length must name 1 to 3 dimensions, "
-                                  "got ",
-                                  r));
+    return Malformed(
+        absl::StrCat("fft_length must name 1 to 3 dimensions, "
+                     "got ",
+                     r));
   }
   if (in.rank() < r) {
     return Malformed(absl::StrCat("fft operand ", in.ToString(),
-                                  " has fewer dimensions than fft_length (",
-                                  r, ")"));
+                                  " has fewer dimensions than fft_length (", r,
+                                  ")"));
   }
   for (int64_t n : plan.lengths) {
     if (n < 0 || n > (int64_t{1} << 32)) {
@@ -291,8 +292,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileFft(
       want_out = is_double ? xla::F64 : xla::F32;
       break;
     default:
-      return Malformed(absl::StrCat("unknown fft_type ",
-                                    static_cast<int>(plan.type)));
+      return Malformed(
+          absl::StrCat("unknown fft_type ", static_cast<int>(plan.type)));
   }
   if (t != want_in) {
     return UnsupportedType(instruction, t);
@@ -303,10 +304,11 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileFft(
   if (plan.type == xla::IRFFT) expect_in.back() = plan.lengths.back() / 2 + 1;
   if (in_dims != expect_in) {
     return Malformed(absl::StrCat(
-        "fft operand ", in.ToString(), " does not match fft_length for this "
+        "fft operand ", in.ToString(),
+        " does not match fft_length for this "
         "fft_type: its last dimensions must be ",
-        absl::StrJoin(std::vector<int64_t>(expect_in.end() - r, expect_in.end()),
-                      ",")));
+        absl::StrJoin(
+            std::vector<int64_t>(expect_in.end() - r, expect_in.end()), ",")));
   }
   std::vector<int64_t> out_dims(in_dims.begin(), in_dims.end() - r);
   for (int64_t n : plan.lengths) out_dims.push_back(n);
@@ -329,5 +331,4 @@ void RegisterFftKernels(KernelRegistry& registry) {
   registry.Register("fft", &CompileFft);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace {
 
 using testing::ComputationBuilder;
@@ -24,10 +24,9 @@ using testing::Vec;
 using c64 = std::complex<float>;
 using c128 = std::complex<double>;
 
-absl::StatusOr<Literal> RunFft(const Literal& x, xla::FftType type,
-                               std::vector<int64_t> lengths,
-                               const Shape& result,
-                               const Eigen::ThreadPoolDevice* device = nullptr) {
+absl::StatusOr<Literal> RunFft(
+    const Literal& x, xla::FftType type, std::vector<int64_t> lengths,
+    const Shape& result, const Eigen::ThreadPoolDevice* device = nullptr) {
   HloModuleBuilder m("fft");
   ComputationBuilder& e = m.Entry();
   int64_t p = e.Param(x.shape());
@@ -57,7 +56,8 @@ std::vector<c128> NaiveDft(const std::vector<c128>& x,
         for (int64_t j = 0; j < n; ++j) {
           const double angle =
               (inverse ? 2 : -2) * M_PI * static_cast<double>((j * k) % n) / n;
-          acc += data[base + j * inner] * c128(std::cos(angle), std::sin(angle));
+          acc +=
+              data[base + j * inner] * c128(std::cos(angle), std::sin(angle));
         }
         next[base + k * inner] = inverse ? acc / static_cast<double>(n) : acc;
       }
@@ -70,7 +70,8 @@ std::vector<c128> NaiveDft(const std::vector<c128>& x,
 std::vector<c128> TestSignal(int64_t n, bool complex) {
   std::vector<c128> v(n);
   for (int64_t i = 0; i < n; ++i) {
-    v[i] = c128(std::sin(0.7 * i) + 0.1 * (i % 5), complex ? std::cos(1.3 * i) : 0);
+    v[i] = c128(std::sin(0.7 * i) + 0.1 * (i % 5),
+                complex ? std::cos(1.3 * i) : 0);
   }
   return v;
 }
@@ -85,16 +86,16 @@ void ExpectNear(const std::vector<c64>& got, const std::vector<c64>& want) {
 
 TEST(FftTest, KnownDftValues) {
   // DFT of [1 2 3 4] = [10, -2+2i, -2, -2-2i].
-  absl::StatusOr<Literal> out = RunFft(
-      Vec<c64>(xla::C64, {4}, {c64(1), c64(2), c64(3), c64(4)}), xla::FFT, {4},
-      S(xla::C64, {4}));
+  absl::StatusOr<Literal> out =
+      RunFft(Vec<c64>(xla::C64, {4}, {c64(1), c64(2), c64(3), c64(4)}),
+             xla::FFT, {4}, S(xla::C64, {4}));
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectNear(Values<c64>(*out),
              {c64(10, 0), c64(-2, 2), c64(-2, 0), c64(-2, -2)});
   // Impulse -> all ones; IFFT of all ones over 3 -> impulse (Bluestein n=3).
-  absl::StatusOr<Literal> ones = RunFft(
-      Vec<c128>(xla::C128, {3}, {c128(1), c128(1), c128(1)}), xla::IFFT, {3},
-      S(xla::C128, {3}));
+  absl::StatusOr<Literal> ones =
+      RunFft(Vec<c128>(xla::C128, {3}, {c128(1), c128(1), c128(1)}), xla::IFFT,
+             {3}, S(xla::C128, {3}));
   ASSERT_TRUE(ones.ok()) << ones.status();
   std::vector<c128> v = Values<c128>(*ones);
   EXPECT_NEAR(v[0].real(), 1, 1e-15);
@@ -112,8 +113,8 @@ TEST(FftTest, MatchesNaiveDftForManyLengthsC128) {
     const std::vector<int64_t> dims = {3, n};
     const std::vector<c128> x = TestSignal(3 * n, true);
     for (xla::FftType type : {xla::FFT, xla::IFFT}) {
-      absl::StatusOr<Literal> out = RunFft(Vec<c128>(xla::C128, dims, x), type,
-                                           {n}, S(xla::C128, dims));
+      absl::StatusOr<Literal> out =
+          RunFft(Vec<c128>(xla::C128, dims, x), type, {n}, S(xla::C128, dims));
       ASSERT_TRUE(out.ok()) << out.status();
       const std::vector<c128> want = NaiveDft(x, dims, 1, type == xla::IFFT);
       const std::vector<c128> got = Values<c128>(*out);
@@ -136,9 +137,8 @@ TEST(FftTest, TwoAndThreeDimensionalC64) {
     const std::vector<c128> x = TestSignal(count, true);
     std::vector<c64> xf(x.begin(), x.end());
     std::vector<int64_t> lengths(dims.begin() + 1, dims.end());
-    absl::StatusOr<Literal> out =
-        RunFft(Vec<c64>(xla::C64, dims, xf), xla::FFT, lengths,
-               S(xla::C64, dims), &device);
+    absl::StatusOr<Literal> out = RunFft(Vec<c64>(xla::C64, dims, xf), xla::FFT,
+                                         lengths, S(xla::C64, dims), &device);
     ASSERT_TRUE(out.ok()) << out.status();
     const std::vector<c128> want = NaiveDft(x, dims, r, false);
     const std::vector<c64> got = Values<c64>(*out);
@@ -167,8 +167,8 @@ TEST(FftTest, RfftMatchesNaiveAndIrfftRoundTrips) {
             << "n=" << n;
       }
     }
-    absl::StatusOr<Literal> back = RunFft(*spectrum, xla::IRFFT, {3, n},
-                                          S(xla::F64, dims));
+    absl::StatusOr<Literal> back =
+        RunFft(*spectrum, xla::IRFFT, {3, n}, S(xla::F64, dims));
     ASSERT_TRUE(back.ok()) << back.status();
     const std::vector<double> y = Values<double>(*back);
     for (size_t i = 0; i < y.size(); ++i) {
@@ -215,11 +215,11 @@ TEST(FftTest, Rejections) {
   EXPECT_NE(len.status().message().find("fft_length"), std::string::npos)
       << len.status();
   absl::StatusOr<Literal> many =
-      RunFft(Vec<c64>(xla::C64, {1, 1, 1, 1}, {c64(1)}), xla::FFT,
-             {1, 1, 1, 1}, S(xla::C64, {1, 1, 1, 1}));
+      RunFft(Vec<c64>(xla::C64, {1, 1, 1, 1}, {c64(1)}), xla::FFT, {1, 1, 1, 1},
+             S(xla::C64, {1, 1, 1, 1}));
   ASSERT_FALSE(many.ok());
   EXPECT_EQ(many.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -8,8 +8,7 @@
 #include "emulator/interpreter/plan.h"
 #include "emulator/interpreter/reducer.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 std::vector<int64_t> ToVector(
@@ -638,5 +637,4 @@ void RegisterGatherScatterKernels(KernelRegistry& registry) {
   registry.Register("scatter", &CompileScatter);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

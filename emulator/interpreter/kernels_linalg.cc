@@ -17,14 +17,13 @@
 #include "Eigen/Core"
 #include "emulator/interpreter/elementwise_common.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 template <typename T>
-using LinalgType = std::conditional_t<std::is_same_v<T, bf16> ||
-                                          std::is_same_v<T, f16>,
-                                      float, T>;
+using LinalgType =
+    std::conditional_t<std::is_same_v<T, bf16> || std::is_same_v<T, f16>, float,
+                       T>;
 
 template <typename T>
 constexpr bool kLinalgType = kIsFloat<T> || kIsComplex<T>;
@@ -100,8 +99,8 @@ std::unique_ptr<Kernel> MakeCholesky(Shape shape, bool lower) {
                     for (int64_t r = 0; r < n; ++r) {
                       for (int64_t c = 0; c < n; ++c) {
                         // Upper: factor the plain transpose.
-                        a[r * n + c] = static_cast<C>(
-                            lower ? src[r * n + c] : src[c * n + r]);
+                        a[r * n + c] = static_cast<C>(lower ? src[r * n + c]
+                                                            : src[c * n + r]);
                       }
                     }
                     const bool ok = CholeskyLower(a.data(), n, l.data());
@@ -125,11 +124,13 @@ std::unique_ptr<Kernel> MakeCholesky(Shape shape, bool lower) {
 
 absl::Status CheckSquareBatch(const Shape& shape, const char* what) {
   if (shape.rank() < 2) {
-    return Malformed(absl::StrCat(what, " must have rank >= 2, got ",
-                                  shape.ToString()));
+    return Malformed(
+        absl::StrCat(what, " must have rank >= 2, got ", shape.ToString()));
   }
-  if (shape.dimensions(shape.rank() - 1) != shape.dimensions(shape.rank() - 2)) {
-    return Malformed(absl::StrCat(what, " must be (batches of) square "
+  if (shape.dimensions(shape.rank() - 1) !=
+      shape.dimensions(shape.rank() - 2)) {
+    return Malformed(absl::StrCat(what,
+                                  " must be (batches of) square "
                                   "matrices, got ",
                                   shape.ToString()));
   }
@@ -175,60 +176,60 @@ std::unique_ptr<Kernel> MakeTriangularSolve(SolvePlan plan) {
   using C = LinalgType<T>;
   using Matrix =
       Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  return MakeKernel([plan](KernelContext& context,
-                           absl::Span<const Operand> operands)
-                        -> absl::StatusOr<Literal> {
-    const Batched bb = SplitBatch(plan.result);
-    const int64_t k = plan.left_side ? bb.rows : bb.cols;
-    const T* a_all = operands[0].value->data<T>().data();
-    const T* b_all = operands[1].value->data<T>().data();
-    Literal out = Literal::Uninitialized(plan.result);
-    T* dst = static_cast<T*>(out.mutable_untyped_data());
-    ParallelFor(
-        context.device(), bb.batch, 1.0 * k * k * (bb.rows + bb.cols),
-        [&](int64_t begin, int64_t end) {
-          Matrix m(k, k), x(bb.rows, bb.cols);
-          for (int64_t i = begin; i < end; ++i) {
-            const T* a = a_all + i * k * k;
-            for (int64_t r = 0; r < k; ++r) {
-              for (int64_t c = 0; c < k; ++c) {
-                const C v = static_cast<C>(
-                    plan.transpose == 0 ? a[r * k + c] : a[c * k + r]);
-                m(r, c) = plan.transpose == 2 ? Conj(v) : v;
+  return MakeKernel(
+      [plan](KernelContext& context,
+             absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        const Batched bb = SplitBatch(plan.result);
+        const int64_t k = plan.left_side ? bb.rows : bb.cols;
+        const T* a_all = operands[0].value->data<T>().data();
+        const T* b_all = operands[1].value->data<T>().data();
+        Literal out = Literal::Uninitialized(plan.result);
+        T* dst = static_cast<T*>(out.mutable_untyped_data());
+        ParallelFor(
+            context.device(), bb.batch, 1.0 * k * k * (bb.rows + bb.cols),
+            [&](int64_t begin, int64_t end) {
+              Matrix m(k, k), x(bb.rows, bb.cols);
+              for (int64_t i = begin; i < end; ++i) {
+                const T* a = a_all + i * k * k;
+                for (int64_t r = 0; r < k; ++r) {
+                  for (int64_t c = 0; c < k; ++c) {
+                    const C v = static_cast<C>(
+                        plan.transpose == 0 ? a[r * k + c] : a[c * k + r]);
+                    m(r, c) = plan.transpose == 2 ? Conj(v) : v;
+                  }
+                }
+                const T* b = b_all + i * bb.rows * bb.cols;
+                for (int64_t j = 0; j < bb.rows * bb.cols; ++j) {
+                  x.data()[j] = static_cast<C>(b[j]);
+                }
+                auto solve = [&](auto view) {
+                  if (plan.left_side) {
+                    view.solveInPlace(x);
+                  } else {
+                    view.template solveInPlace<Eigen::OnTheRight>(x);
+                  }
+                };
+                if (plan.lower) {
+                  if (plan.unit_diagonal) {
+                    solve(m.template triangularView<Eigen::UnitLower>());
+                  } else {
+                    solve(m.template triangularView<Eigen::Lower>());
+                  }
+                } else {
+                  if (plan.unit_diagonal) {
+                    solve(m.template triangularView<Eigen::UnitUpper>());
+                  } else {
+                    solve(m.template triangularView<Eigen::Upper>());
+                  }
+                }
+                T* o = dst + i * bb.rows * bb.cols;
+                for (int64_t j = 0; j < bb.rows * bb.cols; ++j) {
+                  o[j] = static_cast<T>(x.data()[j]);
+                }
               }
-            }
-            const T* b = b_all + i * bb.rows * bb.cols;
-            for (int64_t j = 0; j < bb.rows * bb.cols; ++j) {
-              x.data()[j] = static_cast<C>(b[j]);
-            }
-            auto solve = [&](auto view) {
-              if (plan.left_side) {
-                view.solveInPlace(x);
-              } else {
-                view.template solveInPlace<Eigen::OnTheRight>(x);
-              }
-            };
-            if (plan.lower) {
-              if (plan.unit_diagonal) {
-                solve(m.template triangularView<Eigen::UnitLower>());
-              } else {
-                solve(m.template triangularView<Eigen::Lower>());
-              }
-            } else {
-              if (plan.unit_diagonal) {
-                solve(m.template triangularView<Eigen::UnitUpper>());
-              } else {
-                solve(m.template triangularView<Eigen::Upper>());
-              }
-            }
-            T* o = dst + i * bb.rows * bb.cols;
-            for (int64_t j = 0; j < bb.rows * bb.cols; ++j) {
-              o[j] = static_cast<T>(x.data()[j]);
-            }
-          }
-        });
-    return out;
-  });
+            });
+        return out;
+      });
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> CompileTriangularSolve(
@@ -242,20 +243,23 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileTriangularSolve(
     return s;
   }
   if (a.element_type() != b.element_type()) {
-    return Malformed(absl::StrCat("triangular-solve operands must have the "
-                                  "same element type, got ",
-                                  a.ToString(), " and ", b.ToString()));
+    return Malformed(
+        absl::StrCat("triangular-solve operands must have the "
+                     "same element type, got ",
+                     a.ToString(), " and ", b.ToString()));
   }
   if (b.rank() != a.rank()) {
-    return Malformed(absl::StrCat("triangular-solve a and b must have the "
-                                  "same rank, got ",
-                                  a.ToString(), " and ", b.ToString()));
+    return Malformed(
+        absl::StrCat("triangular-solve a and b must have the "
+                     "same rank, got ",
+                     a.ToString(), " and ", b.ToString()));
   }
   for (int64_t d = 0; d + 2 < a.rank(); ++d) {
     if (a.dimensions(d) != b.dimensions(d)) {
-      return Malformed(absl::StrCat("triangular-solve batch dimensions "
-                                    "differ: ",
-                                    a.ToString(), " vs ", b.ToString()));
+      return Malformed(
+          absl::StrCat("triangular-solve batch dimensions "
+                       "differ: ",
+                       a.ToString(), " vs ", b.ToString()));
     }
   }
   const xla::TriangularSolveOptions& options =
@@ -264,10 +268,11 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileTriangularSolve(
   const int64_t shared = options.left_side() ? b.dimensions(b.rank() - 2)
                                              : b.dimensions(b.rank() - 1);
   if (shared != k) {
-    return Malformed(absl::StrCat(
-        "triangular-solve with left_side=", options.left_side() ? "true" : "false",
-        " needs b's ", options.left_side() ? "rows" : "columns", " (", shared,
-        ") to match a's size ", k));
+    return Malformed(absl::StrCat("triangular-solve with left_side=",
+                                  options.left_side() ? "true" : "false",
+                                  " needs b's ",
+                                  options.left_side() ? "rows" : "columns",
+                                  " (", shared, ") to match a's size ", k));
   }
   if (absl::Status s = ExpectResultShape(instruction, b); !s.ok()) return s;
   SolvePlan plan;
@@ -315,5 +320,4 @@ void RegisterLinalgKernels(KernelRegistry& registry) {
   registry.Register("triangular-solve", &CompileTriangularSolve);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

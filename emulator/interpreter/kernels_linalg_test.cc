@@ -10,7 +10,7 @@
 #include "gtest/gtest.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace {
 
 using testing::ComputationBuilder;
@@ -79,18 +79,18 @@ TEST(CholeskyTest, NotPositiveDefiniteGivesNaNForThatMatrixOnly) {
 
 TEST(CholeskyTest, ComplexHermitian) {
   // A = L L^H for L = [[2 0] [1-i 3]]: A = [[4, 2+2i] [2-2i, 11]].
-  absl::StatusOr<Literal> out = RunCholesky(
-      Vec<c64>(xla::C64, {2, 2},
-               {c64(4, 0), c64(0, 0), c64(2, -2), c64(11, 0)}),
-      true);
+  absl::StatusOr<Literal> out =
+      RunCholesky(Vec<c64>(xla::C64, {2, 2},
+                           {c64(4, 0), c64(0, 0), c64(2, -2), c64(11, 0)}),
+                  true);
   ASSERT_TRUE(out.ok()) << out.status();
   std::vector<c64> v = Values<c64>(*out);
   EXPECT_EQ(v[0], c64(2, 0));
   EXPECT_EQ(v[1], c64(0, 0));
   EXPECT_EQ(v[2], c64(1, -1));
   EXPECT_EQ(v[3], c64(3, 0));
-  absl::StatusOr<Literal> wide = RunCholesky(
-      Vec<c128>(xla::C128, {1, 1}, {c128(9, 0)}), true);
+  absl::StatusOr<Literal> wide =
+      RunCholesky(Vec<c128>(xla::C128, {1, 1}, {c128(9, 0)}), true);
   ASSERT_TRUE(wide.ok()) << wide.status();
   EXPECT_EQ(Values<c128>(*wide)[0], c128(3, 0));
 }
@@ -115,8 +115,8 @@ TEST(CholeskyTest, SixteenBitFloatsAndRejections) {
 
 // ---------------------------------------------------------------------------
 
-absl::StatusOr<Literal> RunSolve(const Literal& a, const Literal& b,
-                                 bool left, bool lower, bool unit,
+absl::StatusOr<Literal> RunSolve(const Literal& a, const Literal& b, bool left,
+                                 bool lower, bool unit,
                                  xla::TriangularSolveOptions::Transpose t) {
   HloModuleBuilder m("solve");
   ComputationBuilder& e = m.Entry();
@@ -182,7 +182,9 @@ TEST(TriangularSolveTest, AllEightOptionCombosAndThreeTransposes) {
                        Vec<c128>(xla::C128, bdims, b), left, lower, unit, t);
           ASSERT_TRUE(out.ok()) << out.status();
           const std::vector<c128> x = Values<c128>(*out);
-          const int transpose = t == T::NO_TRANSPOSE ? 0 : t == T::TRANSPOSE ? 1 : 2;
+          const int transpose = t == T::NO_TRANSPOSE ? 0
+                                : t == T::TRANSPOSE  ? 1
+                                                     : 2;
           const std::vector<c128> op = EffectiveA(a, n, lower, unit, transpose);
           for (int r = 0; r < bdims[0]; ++r) {
             for (int c = 0; c < bdims[1]; ++c) {
@@ -205,41 +207,41 @@ TEST(TriangularSolveTest, AllEightOptionCombosAndThreeTransposes) {
 
 TEST(TriangularSolveTest, HandComputedRealLowerLeft) {
   // [[2 0] [1 4]] x = [[4] [10]] -> x = [2, 2]; upper garbage ignored.
-  absl::StatusOr<Literal> out = RunSolve(
-      Vec<float>(xla::F32, {2, 2}, {2, 100, 1, 4}),
-      Vec<float>(xla::F32, {2, 1}, {4, 10}), true, true, false,
-      xla::TriangularSolveOptions::NO_TRANSPOSE);
+  absl::StatusOr<Literal> out =
+      RunSolve(Vec<float>(xla::F32, {2, 2}, {2, 100, 1, 4}),
+               Vec<float>(xla::F32, {2, 1}, {4, 10}), true, true, false,
+               xla::TriangularSolveOptions::NO_TRANSPOSE);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(Values<float>(*out), (std::vector<float>{2, 2}));
   // Unit diagonal: [[1 0] [1 1]] x = [4, 10] -> [4, 6].
-  absl::StatusOr<Literal> unit = RunSolve(
-      Vec<float>(xla::F32, {2, 2}, {2, 100, 1, 4}),
-      Vec<float>(xla::F32, {2, 1}, {4, 10}), true, true, true,
-      xla::TriangularSolveOptions::NO_TRANSPOSE);
+  absl::StatusOr<Literal> unit =
+      RunSolve(Vec<float>(xla::F32, {2, 2}, {2, 100, 1, 4}),
+               Vec<float>(xla::F32, {2, 1}, {4, 10}), true, true, true,
+               xla::TriangularSolveOptions::NO_TRANSPOSE);
   ASSERT_TRUE(unit.ok()) << unit.status();
   EXPECT_EQ(Values<float>(*unit), (std::vector<float>{4, 6}));
 }
 
 TEST(TriangularSolveTest, BatchedF64AndC64AndBf16) {
   // Two batch elements: diag(2, 4) and [[1 0] [2 1]].
-  absl::StatusOr<Literal> out = RunSolve(
-      Vec<double>(xla::F64, {2, 2, 2}, {2, 0, 0, 4, 1, 0, 2, 1}),
-      Vec<double>(xla::F64, {2, 2, 1}, {2, 8, 3, 7}), true, true, false,
-      xla::TriangularSolveOptions::NO_TRANSPOSE);
+  absl::StatusOr<Literal> out =
+      RunSolve(Vec<double>(xla::F64, {2, 2, 2}, {2, 0, 0, 4, 1, 0, 2, 1}),
+               Vec<double>(xla::F64, {2, 2, 1}, {2, 8, 3, 7}), true, true,
+               false, xla::TriangularSolveOptions::NO_TRANSPOSE);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(Values<double>(*out), (std::vector<double>{1, 2, 3, 1}));
-  absl::StatusOr<Literal> c = RunSolve(
-      Vec<c64>(xla::C64, {1, 1}, {c64(0, 2)}),
-      Vec<c64>(xla::C64, {1, 1}, {c64(4, 0)}), true, true, false,
-      xla::TriangularSolveOptions::ADJOINT);
+  absl::StatusOr<Literal> c =
+      RunSolve(Vec<c64>(xla::C64, {1, 1}, {c64(0, 2)}),
+               Vec<c64>(xla::C64, {1, 1}, {c64(4, 0)}), true, true, false,
+               xla::TriangularSolveOptions::ADJOINT);
   ASSERT_TRUE(c.ok()) << c.status();
   // conj(2i) x = 4 -> x = 4 / (-2i) = 2i.
   EXPECT_EQ(Values<c64>(*c)[0], c64(0, 2));
   using bf16 = Eigen::bfloat16;
-  absl::StatusOr<Literal> h = RunSolve(
-      Vec<bf16>(xla::BF16, {1, 1}, {bf16(4)}),
-      Vec<bf16>(xla::BF16, {2, 1}, {bf16(2), bf16(6)}), false, false, false,
-      xla::TriangularSolveOptions::TRANSPOSE);
+  absl::StatusOr<Literal> h =
+      RunSolve(Vec<bf16>(xla::BF16, {1, 1}, {bf16(4)}),
+               Vec<bf16>(xla::BF16, {2, 1}, {bf16(2), bf16(6)}), false, false,
+               false, xla::TriangularSolveOptions::TRANSPOSE);
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ(testing::FloatValues(*h), (std::vector<float>{0.5f, 1.5f}));
 }
@@ -252,10 +254,10 @@ TEST(TriangularSolveTest, Rejections) {
   EXPECT_EQ(invalid.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(invalid.status().message().find("transpose_a"), std::string::npos)
       << invalid.status();
-  absl::StatusOr<Literal> mismatch = RunSolve(
-      Vec<float>(xla::F32, {2, 2}, {1, 0, 0, 1}),
-      Vec<float>(xla::F32, {3, 1}, {1, 1, 1}), true, true, false,
-      xla::TriangularSolveOptions::NO_TRANSPOSE);
+  absl::StatusOr<Literal> mismatch =
+      RunSolve(Vec<float>(xla::F32, {2, 2}, {1, 0, 0, 1}),
+               Vec<float>(xla::F32, {3, 1}, {1, 1, 1}), true, true, false,
+               xla::TriangularSolveOptions::NO_TRANSPOSE);
   ASSERT_FALSE(mismatch.ok());
   EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(mismatch.status().message().find("rows (3)"), std::string::npos)
@@ -263,4 +265,4 @@ TEST(TriangularSolveTest, Rejections) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -8,8 +8,7 @@
 #include "emulator/interpreter/plan.h"
 #include "emulator/interpreter/reducer.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 // Folds x[0..r) into acc.
@@ -334,5 +333,4 @@ void RegisterReduceKernels(KernelRegistry& registry) {
   registry.Register("reduce", &CompileReduce);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

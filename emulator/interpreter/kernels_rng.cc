@@ -32,8 +32,7 @@
 
 #include "emulator/interpreter/elementwise_common.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 constexpr uint32_t Lo(uint64_t v) { return static_cast<uint32_t>(v); }
@@ -85,8 +84,7 @@ std::array<uint64_t, 2> Add128(uint64_t lo, uint64_t hi, uint64_t delta) {
 std::array<uint32_t, 4> PhiloxBlock(uint64_t key, uint64_t lo, uint64_t hi,
                                     uint64_t i) {
   const auto c = Add128(lo, hi, i);
-  return Philox4x32({Lo(c[0]), Hi(c[0]), Lo(c[1]), Hi(c[1])}, Lo(key),
-                    Hi(key));
+  return Philox4x32({Lo(c[0]), Hi(c[0]), Lo(c[1]), Hi(c[1])}, Lo(key), Hi(key));
 }
 
 struct BitGenPlan {
@@ -101,98 +99,98 @@ void StoreBits(char* dst, int64_t index, int64_t width, uint64_t bits) {
 }
 
 std::unique_ptr<Kernel> MakeRngBitGenerator(BitGenPlan plan) {
-  return MakeKernel([plan](KernelContext& context,
-                           absl::Span<const Operand> operands)
-                        -> absl::StatusOr<Literal> {
-    const uint64_t* state = operands[0].value->data<uint64_t>().data();
-    const int64_t state_size = plan.state_shape.element_count();
-    const uint64_t key = state[0];
-    Literal new_state = Literal::Uninitialized(plan.state_shape);
-    uint64_t* ns = static_cast<uint64_t*>(new_state.mutable_untyped_data());
-    std::memcpy(ns, state, state_size * sizeof(uint64_t));
-    Literal data = Literal::Uninitialized(plan.data_shape);
-    char* dst = static_cast<char*>(data.mutable_untyped_data());
-    const int64_t n = plan.data_shape.element_count();
-    const int64_t w = plan.width;
-    const Eigen::ThreadPoolDevice* device = context.device();
-    if (plan.algorithm == xla::RNG_THREE_FRY) {
-      const uint64_t counter = state[1];
-      if (w == 8) {
-        ParallelFor(device, n, 40, [&](int64_t begin, int64_t end) {
-          for (int64_t i = begin; i < end; ++i) {
-            const uint64_t c = counter + static_cast<uint64_t>(i);
-            auto out = ThreeFry2x32(Lo(c), Hi(c), Lo(key), Hi(key));
-            StoreBits(dst, i, 8, Join(out[0], out[1]));
-          }
-        });
-        ns[1] = counter + static_cast<uint64_t>(n);
-      } else {
-        // Split along the first even dimension (else the largest) into
-        // blocks covering index pairs (2h, 2h+1) of that dimension.
-        const std::vector<int64_t>& dims = plan.data_shape.dimensions();
-        int64_t split = -1;
-        for (size_t d = 0; d < dims.size(); ++d) {
-          if (dims[d] % 2 == 0) {
-            split = d;
-            break;
-          }
-        }
-        if (split < 0) {
-          for (size_t d = 0; d < dims.size(); ++d) {
-            if (split < 0 || dims[d] > dims[split]) split = d;
-          }
-        }
-        int64_t outer = 1, inner = 1, len = 1;
-        if (split >= 0) {
-          len = dims[split];
-          for (int64_t d = 0; d < split; ++d) outer *= dims[d];
-          for (size_t d = split + 1; d < dims.size(); ++d) inner *= dims[d];
-        }
-        const int64_t half = (len + 1) / 2;
-        const int64_t blocks = outer * half * inner;
-        ParallelFor(device, blocks, 40, [&](int64_t begin, int64_t end) {
-          for (int64_t b = begin; b < end; ++b) {
-            const uint64_t c = counter + static_cast<uint64_t>(b);
-            auto out = ThreeFry2x32(Lo(c), Hi(c), Lo(key), Hi(key));
-            const int64_t o = b / (half * inner);
-            const int64_t h = (b / inner) % half;
-            const int64_t i = b % inner;
-            for (int64_t word = 0; word < 2; ++word) {
-              const int64_t j = 2 * h + word;
-              if (j >= len) continue;
-              StoreBits(dst, (o * len + j) * inner + i, w, out[word]);
+  return MakeKernel(
+      [plan](KernelContext& context,
+             absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        const uint64_t* state = operands[0].value->data<uint64_t>().data();
+        const int64_t state_size = plan.state_shape.element_count();
+        const uint64_t key = state[0];
+        Literal new_state = Literal::Uninitialized(plan.state_shape);
+        uint64_t* ns = static_cast<uint64_t*>(new_state.mutable_untyped_data());
+        std::memcpy(ns, state, state_size * sizeof(uint64_t));
+        Literal data = Literal::Uninitialized(plan.data_shape);
+        char* dst = static_cast<char*>(data.mutable_untyped_data());
+        const int64_t n = plan.data_shape.element_count();
+        const int64_t w = plan.width;
+        const Eigen::ThreadPoolDevice* device = context.device();
+        if (plan.algorithm == xla::RNG_THREE_FRY) {
+          const uint64_t counter = state[1];
+          if (w == 8) {
+            ParallelFor(device, n, 40, [&](int64_t begin, int64_t end) {
+              for (int64_t i = begin; i < end; ++i) {
+                const uint64_t c = counter + static_cast<uint64_t>(i);
+                auto out = ThreeFry2x32(Lo(c), Hi(c), Lo(key), Hi(key));
+                StoreBits(dst, i, 8, Join(out[0], out[1]));
+              }
+            });
+            ns[1] = counter + static_cast<uint64_t>(n);
+          } else {
+            // Split along the first even dimension (else the largest) into
+            // blocks covering index pairs (2h, 2h+1) of that dimension.
+            const std::vector<int64_t>& dims = plan.data_shape.dimensions();
+            int64_t split = -1;
+            for (size_t d = 0; d < dims.size(); ++d) {
+              if (dims[d] % 2 == 0) {
+                split = d;
+                break;
+              }
             }
+            if (split < 0) {
+              for (size_t d = 0; d < dims.size(); ++d) {
+                if (split < 0 || dims[d] > dims[split]) split = d;
+              }
+            }
+            int64_t outer = 1, inner = 1, len = 1;
+            if (split >= 0) {
+              len = dims[split];
+              for (int64_t d = 0; d < split; ++d) outer *= dims[d];
+              for (size_t d = split + 1; d < dims.size(); ++d) inner *= dims[d];
+            }
+            const int64_t half = (len + 1) / 2;
+            const int64_t blocks = outer * half * inner;
+            ParallelFor(device, blocks, 40, [&](int64_t begin, int64_t end) {
+              for (int64_t b = begin; b < end; ++b) {
+                const uint64_t c = counter + static_cast<uint64_t>(b);
+                auto out = ThreeFry2x32(Lo(c), Hi(c), Lo(key), Hi(key));
+                const int64_t o = b / (half * inner);
+                const int64_t h = (b / inner) % half;
+                const int64_t i = b % inner;
+                for (int64_t word = 0; word < 2; ++word) {
+                  const int64_t j = 2 * h + word;
+                  if (j >= len) continue;
+                  StoreBits(dst, (o * len + j) * inner + i, w, out[word]);
+                }
+              }
+            });
+            ns[1] = counter + static_cast<uint64_t>(split < 0 ? 1 : blocks);
           }
-        });
-        ns[1] = counter + static_cast<uint64_t>(split < 0 ? 1 : blocks);
-      }
-    } else {  // Philox
-      const bool three = state_size >= 3;
-      const uint64_t lo = state[1];
-      const uint64_t hi = three ? state[2] : state[0];
-      const int64_t per_block = w == 8 ? 2 : 4;
-      const int64_t blocks = (n + per_block - 1) / per_block;
-      ParallelFor(device, blocks, 60, [&](int64_t begin, int64_t end) {
-        for (int64_t b = begin; b < end; ++b) {
-          auto out = PhiloxBlock(key, lo, hi, b);
-          for (int64_t j = 0; j < per_block; ++j) {
-            const int64_t i = b * per_block + j;
-            if (i >= n) break;
-            const uint64_t bits = w == 8 ? Join(out[2 * j], out[2 * j + 1])
-                                         : out[j];
-            StoreBits(dst, i, w, bits);
-          }
+        } else {  // Philox
+          const bool three = state_size >= 3;
+          const uint64_t lo = state[1];
+          const uint64_t hi = three ? state[2] : state[0];
+          const int64_t per_block = w == 8 ? 2 : 4;
+          const int64_t blocks = (n + per_block - 1) / per_block;
+          ParallelFor(device, blocks, 60, [&](int64_t begin, int64_t end) {
+            for (int64_t b = begin; b < end; ++b) {
+              auto out = PhiloxBlock(key, lo, hi, b);
+              for (int64_t j = 0; j < per_block; ++j) {
+                const int64_t i = b * per_block + j;
+                if (i >= n) break;
+                const uint64_t bits =
+                    w == 8 ? Join(out[2 * j], out[2 * j + 1]) : out[j];
+                StoreBits(dst, i, w, bits);
+              }
+            }
+          });
+          const auto next = Add128(lo, hi, static_cast<uint64_t>(blocks));
+          ns[1] = next[0];
+          if (three) ns[2] = next[1];
         }
+        std::vector<Literal> parts;
+        parts.push_back(std::move(new_state));
+        parts.push_back(std::move(data));
+        return Literal::Tuple(std::move(parts));
       });
-      const auto next = Add128(lo, hi, static_cast<uint64_t>(blocks));
-      ns[1] = next[0];
-      if (three) ns[2] = next[1];
-    }
-    std::vector<Literal> parts;
-    parts.push_back(std::move(new_state));
-    parts.push_back(std::move(data));
-    return Literal::Tuple(std::move(parts));
-  });
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> CompileRngBitGenerator(
@@ -212,22 +210,23 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileRngBitGenerator(
   plan.result = result;
   plan.algorithm = instruction.proto().rng_algorithm();
   if (plan.algorithm == xla::RNG_DEFAULT) plan.algorithm = xla::RNG_PHILOX;
-  if (plan.algorithm != xla::RNG_THREE_FRY && plan.algorithm != xla::RNG_PHILOX) {
+  if (plan.algorithm != xla::RNG_THREE_FRY &&
+      plan.algorithm != xla::RNG_PHILOX) {
     return Malformed(absl::StrCat("unknown rng_algorithm ",
                                   static_cast<int>(plan.algorithm)));
   }
   const Shape& st = plan.state_shape;
   const bool state_ok =
       st.IsArray() && st.element_type() == xla::U64 && st.rank() == 1 &&
-      (plan.algorithm == xla::RNG_THREE_FRY ? st.dimensions(0) == 2
-                                            : (st.dimensions(0) == 2 ||
-                                               st.dimensions(0) == 3));
+      (plan.algorithm == xla::RNG_THREE_FRY
+           ? st.dimensions(0) == 2
+           : (st.dimensions(0) == 2 || st.dimensions(0) == 3));
   if (!state_ok) {
-    return Malformed(absl::StrCat(
-        "rng-bit-generator state must be ",
-        plan.algorithm == xla::RNG_THREE_FRY ? "u64[2] for three_fry"
-                                             : "u64[2] or u64[3] for philox",
-        ", got ", st.ToString()));
+    return Malformed(absl::StrCat("rng-bit-generator state must be ",
+                                  plan.algorithm == xla::RNG_THREE_FRY
+                                      ? "u64[2] for three_fry"
+                                      : "u64[2] or u64[3] for philox",
+                                  ", got ", st.ToString()));
   }
   const xla::PrimitiveType t = plan.data_shape.element_type();
   if (t == xla::PRED || IsComplex(t)) {
@@ -272,8 +271,8 @@ std::unique_ptr<Kernel> MakeRng(Shape shape, xla::RandomDistribution dist,
           const bool empty = b <= a;
           const U bits = static_cast<U>(RngBits(seed, i, kWide));
           dst[i] = empty ? a
-                         : static_cast<T>(static_cast<U>(
-                               static_cast<U>(a) + bits % range));
+                         : static_cast<T>(static_cast<U>(static_cast<U>(a) +
+                                                         bits % range));
         } else {
           const int total = kWide ? 64 : 32;
           const int mantissa = std::is_same_v<T, double>  ? 52
@@ -285,8 +284,8 @@ std::unique_ptr<Kernel> MakeRng(Shape shape, xla::RandomDistribution dist,
           if (dist == xla::RNG_UNIFORM) {
             const double u =
                 UnitFromBits(RngBits(seed, i, kWide), total, mantissa);
-            dst[i] = static_cast<T>(
-                static_cast<ComputeType<T>>(lo + (hi - lo) * u));
+            dst[i] =
+                static_cast<T>(static_cast<ComputeType<T>>(lo + (hi - lo) * u));
           } else {
             // Box-Muller on words of the element's own block.
             auto words = PhiloxBlock(seed, static_cast<uint64_t>(i), 0, 0);
@@ -322,9 +321,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileRng(
   }
   const xla::RandomDistribution dist = instruction.proto().distribution();
   if (dist != xla::RNG_UNIFORM && dist != xla::RNG_NORMAL) {
-    return Malformed(absl::StrCat("rng distribution must be RNG_UNIFORM or "
-                                  "RNG_NORMAL, got ",
-                                  static_cast<int>(dist)));
+    return Malformed(
+        absl::StrCat("rng distribution must be RNG_UNIFORM or "
+                     "RNG_NORMAL, got ",
+                     static_cast<int>(dist)));
   }
   const uint64_t seed = static_cast<uint64_t>(instruction.id());
   return DispatchType(
@@ -352,5 +352,4 @@ void RegisterRngKernels(KernelRegistry& registry) {
   registry.Register("rng", &CompileRng);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace {
 
 using testing::ComputationBuilder;
@@ -32,9 +32,9 @@ absl::StatusOr<Literal> RunBitGen(std::vector<uint64_t> state,
   int64_t p = e.Param(state_shape);
   e.Op("rng-bit-generator", Shape::Tuple({state_shape, data}), {p},
        [&](xla::HloInstructionProto& i) { i.set_rng_algorithm(algorithm); });
-  return RunModule(m.Build(), {Vec<uint64_t>(xla::U64, {static_cast<int64_t>(
-                                                           state.size())},
-                                             state)});
+  return RunModule(
+      m.Build(),
+      {Vec<uint64_t>(xla::U64, {static_cast<int64_t>(state.size())}, state)});
 }
 
 uint64_t Join(uint32_t lo, uint32_t hi) {
@@ -154,7 +154,8 @@ TEST(RngBitGeneratorTest, PhiloxTwoWordStateAndDefault) {
   // the low word (wrapped to 0).
   const uint64_t ones = ~uint64_t{0};
   for (xla::RandomAlgorithm alg : {xla::RNG_PHILOX, xla::RNG_DEFAULT}) {
-    absl::StatusOr<Literal> out = RunBitGen({ones, ones}, alg, S(xla::U64, {2}));
+    absl::StatusOr<Literal> out =
+        RunBitGen({ones, ones}, alg, S(xla::U64, {2}));
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ(Values<uint64_t>(out->element(1)),
               (std::vector<uint64_t>{Join(0x408f276d, 0x41c83b0e),
@@ -163,26 +164,25 @@ TEST(RngBitGeneratorTest, PhiloxTwoWordStateAndDefault) {
               (std::vector<uint64_t>{ones, 0}));
   }
   // Zero state, 6 u8 values: block 0's words truncated, then block 1.
-  absl::StatusOr<Literal> bytes = RunBitGen({0, 0}, xla::RNG_PHILOX, S(xla::U8, {6}));
+  absl::StatusOr<Literal> bytes =
+      RunBitGen({0, 0}, xla::RNG_PHILOX, S(xla::U8, {6}));
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   const std::vector<uint8_t> b = Values<uint8_t>(bytes->element(1));
   EXPECT_EQ(std::vector<uint8_t>(b.begin(), b.begin() + 4),
             (std::vector<uint8_t>{0xd5, 0x8d, 0x4c, 0xd8}));
-  EXPECT_EQ(Values<uint64_t>(bytes->element(0)),
-            (std::vector<uint64_t>{0, 2}));
+  EXPECT_EQ(Values<uint64_t>(bytes->element(0)), (std::vector<uint64_t>{0, 2}));
 }
 
 TEST(RngBitGeneratorTest, ChainedCallsAdvanceTheCounter) {
   // Generating 8 u32 at once equals two calls of 4 with the state threaded.
-  absl::StatusOr<Literal> all = RunBitGen({7, 100, 0}, xla::RNG_PHILOX,
-                                          S(xla::U32, {8}));
+  absl::StatusOr<Literal> all =
+      RunBitGen({7, 100, 0}, xla::RNG_PHILOX, S(xla::U32, {8}));
   ASSERT_TRUE(all.ok()) << all.status();
-  absl::StatusOr<Literal> first = RunBitGen({7, 100, 0}, xla::RNG_PHILOX,
-                                            S(xla::U32, {4}));
+  absl::StatusOr<Literal> first =
+      RunBitGen({7, 100, 0}, xla::RNG_PHILOX, S(xla::U32, {4}));
   ASSERT_TRUE(first.ok()) << first.status();
-  absl::StatusOr<Literal> second =
-      RunBitGen(Values<uint64_t>(first->element(0)), xla::RNG_PHILOX,
-                S(xla::U32, {4}));
+  absl::StatusOr<Literal> second = RunBitGen(
+      Values<uint64_t>(first->element(0)), xla::RNG_PHILOX, S(xla::U32, {4}));
   ASSERT_TRUE(second.ok()) << second.status();
   std::vector<uint32_t> joined = Values<uint32_t>(first->element(1));
   for (uint32_t v : Values<uint32_t>(second->element(1))) joined.push_back(v);
@@ -219,10 +219,9 @@ xla::HloModuleProto RngModule(xla::PrimitiveType t, int64_t n,
   int64_t b = e.Param(S(t, {}));
   std::vector<int64_t> outs;
   for (int i = 0; i < copies; ++i) {
-    outs.push_back(e.Op("rng", S(t, {n}), {a, b},
-                        [&](xla::HloInstructionProto& inst) {
-                          inst.set_distribution(dist);
-                        }));
+    outs.push_back(e.Op(
+        "rng", S(t, {n}), {a, b},
+        [&](xla::HloInstructionProto& inst) { inst.set_distribution(dist); }));
   }
   e.Tuple(outs);
   return m.Build();
@@ -232,8 +231,8 @@ TEST(RngTest, UniformF32InRangeDeterministicAndPerInstruction) {
   const xla::HloModuleProto module =
       RngModule(xla::F32, 10000, xla::RNG_UNIFORM, 2);
   auto run = [&] {
-    return RunModule(module, {Scalar<float>(xla::F32, -2),
-                              Scalar<float>(xla::F32, 3)});
+    return RunModule(module,
+                     {Scalar<float>(xla::F32, -2), Scalar<float>(xla::F32, 3)});
   };
   absl::StatusOr<Literal> a = run();
   absl::StatusOr<Literal> b = run();
@@ -265,9 +264,9 @@ TEST(RngTest, NormalF64MomentsAndBf16) {
   EXPECT_NEAR(mean, 1.0, 0.05);
   EXPECT_NEAR(std::sqrt(var), 2.0, 0.05);
   using bf16 = Eigen::bfloat16;
-  absl::StatusOr<Literal> h =
-      RunModule(RngModule(xla::BF16, 100, xla::RNG_UNIFORM, 1),
-                {Scalar<bf16>(xla::BF16, bf16(0)), Scalar<bf16>(xla::BF16, bf16(1))});
+  absl::StatusOr<Literal> h = RunModule(
+      RngModule(xla::BF16, 100, xla::RNG_UNIFORM, 1),
+      {Scalar<bf16>(xla::BF16, bf16(0)), Scalar<bf16>(xla::BF16, bf16(1))});
   ASSERT_TRUE(h.ok()) << h.status();
   for (float v : testing::FloatValues(h->element(0))) {
     EXPECT_GE(v, 0.0f);
@@ -302,4 +301,4 @@ TEST(RngTest, UniformIntegers) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -9,8 +9,7 @@
 #include "emulator/interpreter/elementwise_common.h"
 #include "emulator/interpreter/plan.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 struct SortPlan {
@@ -226,5 +225,4 @@ void RegisterSortKernels(KernelRegistry& registry) {
   registry.Register("sort", &CompileSort);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

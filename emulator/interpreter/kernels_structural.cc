@@ -3,8 +3,7 @@
 
 #include "emulator/interpreter/kernel_util.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 absl::StatusOr<std::unique_ptr<Kernel>> CompileConstant(
@@ -121,5 +120,4 @@ void RegisterStructuralKernels(KernelRegistry& registry) {
   registry.Register("partition-id", &CompileDeviceId<false>);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

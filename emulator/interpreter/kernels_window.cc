@@ -22,8 +22,7 @@
 #include "emulator/interpreter/reducer.h"
 #include "emulator/interpreter/window_util.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 // The window geometry of one windowed operation over an input shape.
@@ -501,5 +500,4 @@ void RegisterWindowKernels(KernelRegistry& registry) {
   registry.Register("select-and-scatter", &CompileSelectAndScatter);
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

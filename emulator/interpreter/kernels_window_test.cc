@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace {
 
 using testing::ComputationBuilder;
@@ -48,7 +48,8 @@ int64_t OutSize(int64_t in, const Win& w) {
 std::vector<int64_t> OutDims(const std::vector<int64_t>& in,
                              const std::vector<Win>& window) {
   std::vector<int64_t> out;
-  for (size_t d = 0; d < in.size(); ++d) out.push_back(OutSize(in[d], window[d]));
+  for (size_t d = 0; d < in.size(); ++d)
+    out.push_back(OutSize(in[d], window[d]));
   return out;
 }
 
@@ -102,9 +103,8 @@ absl::StatusOr<Literal> RunReduceWindow(const Literal& x, const Literal& init,
   int64_t i = e.Param(init.shape());
   e.Call("reduce-window",
          S(x.shape().element_type(), OutDims(x.shape().dimensions(), window)),
-         {p, i}, {&r}, [&](xla::HloInstructionProto& inst) {
-           SetWindow(inst, window);
-         });
+         {p, i}, {&r},
+         [&](xla::HloInstructionProto& inst) { SetWindow(inst, window); });
   return RunModule(m.Build(), {x, init});
 }
 
@@ -122,10 +122,9 @@ TEST(ReduceWindowTest, HandComputedMaxPoolWithPadding) {
 TEST(ReduceWindowTest, HandComputedSumPoolWithInitAndBaseDilation) {
   // [1 2 3] base-dilated by 2 -> [1 . 2 . 3]; windows of 2, stride 1:
   // {1,.} {.,2} {2,.} {.,3} -> 1 2 2 3, plus init 10 each.
-  absl::StatusOr<Literal> out =
-      RunReduceWindow(Vec<int32_t>(xla::S32, {3}, {1, 2, 3}),
-                      Scalar<int32_t>(xla::S32, 10), "add",
-                      {Win{2, 1, 0, 0, 2, 1}});
+  absl::StatusOr<Literal> out = RunReduceWindow(
+      Vec<int32_t>(xla::S32, {3}, {1, 2, 3}), Scalar<int32_t>(xla::S32, 10),
+      "add", {Win{2, 1, 0, 0, 2, 1}});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(Values<int32_t>(*out), (std::vector<int32_t>{11, 12, 12, 13}));
 }
@@ -133,7 +132,8 @@ TEST(ReduceWindowTest, HandComputedSumPoolWithInitAndBaseDilation) {
 TEST(ReduceWindowTest, MatchesReference2D) {
   const std::vector<int64_t> dims = {7, 6};
   std::vector<float> v(Count(dims));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7) % 11) - 5;
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<float>((i * 7) % 11) - 5;
   const Literal x = Vec<float>(xla::F32, dims, v);
   for (const std::vector<Win>& window :
        {std::vector<Win>{Win{3, 2, 1, 1}, Win{2, 1, 0, 1}},
@@ -167,47 +167,48 @@ TEST(ReduceWindowTest, ElementTypes) {
   using f16 = Eigen::half;
   const std::vector<Win> w = {Win{2, 1, 0, 1}};
   {
-    absl::StatusOr<Literal> out = RunReduceWindow(
-        Vec<bf16>(xla::BF16, {3}, {bf16(1), bf16(2), bf16(3)}),
-        Scalar<bf16>(xla::BF16, bf16(0)), "add", w);
+    absl::StatusOr<Literal> out =
+        RunReduceWindow(Vec<bf16>(xla::BF16, {3}, {bf16(1), bf16(2), bf16(3)}),
+                        Scalar<bf16>(xla::BF16, bf16(0)), "add", w);
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ(testing::FloatValues(*out), (std::vector<float>{3, 5, 3}));
   }
   {
-    absl::StatusOr<Literal> out = RunReduceWindow(
-        Vec<f16>(xla::F16, {3}, {f16(1), f16(-2), f16(3)}),
-        Scalar<f16>(xla::F16, f16(-100)), "maximum", w);
+    absl::StatusOr<Literal> out =
+        RunReduceWindow(Vec<f16>(xla::F16, {3}, {f16(1), f16(-2), f16(3)}),
+                        Scalar<f16>(xla::F16, f16(-100)), "maximum", w);
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ(testing::FloatValues(*out), (std::vector<float>{1, 3, 3}));
   }
   {
-    absl::StatusOr<Literal> out = RunReduceWindow(
-        Vec<double>(xla::F64, {3}, {1.5, 2, 3}),
-        Scalar<double>(xla::F64, 0), "add", w);
+    absl::StatusOr<Literal> out =
+        RunReduceWindow(Vec<double>(xla::F64, {3}, {1.5, 2, 3}),
+                        Scalar<double>(xla::F64, 0), "add", w);
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ(Values<double>(*out), (std::vector<double>{3.5, 5, 3}));
   }
   {
     const int64_t max = std::numeric_limits<int64_t>::max();
-    absl::StatusOr<Literal> out = RunReduceWindow(
-        Vec<int64_t>(xla::S64, {3}, {max, 1, 7}),
-        Scalar<int64_t>(xla::S64, 0), "add", w);
+    absl::StatusOr<Literal> out =
+        RunReduceWindow(Vec<int64_t>(xla::S64, {3}, {max, 1, 7}),
+                        Scalar<int64_t>(xla::S64, 0), "add", w);
     ASSERT_TRUE(out.ok()) << out.status();
     // max + 1 wraps.
-    EXPECT_EQ(Values<int64_t>(*out),
-              (std::vector<int64_t>{std::numeric_limits<int64_t>::min(), 8, 7}));
+    EXPECT_EQ(
+        Values<int64_t>(*out),
+        (std::vector<int64_t>{std::numeric_limits<int64_t>::min(), 8, 7}));
   }
   {
-    absl::StatusOr<Literal> out = RunReduceWindow(
-        Vec<uint8_t>(xla::U8, {3}, {200, 100, 5}),
-        Scalar<uint8_t>(xla::U8, 0), "add", w);
+    absl::StatusOr<Literal> out =
+        RunReduceWindow(Vec<uint8_t>(xla::U8, {3}, {200, 100, 5}),
+                        Scalar<uint8_t>(xla::U8, 0), "add", w);
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ(Values<uint8_t>(*out), (std::vector<uint8_t>{44, 105, 5}));
   }
   {
-    absl::StatusOr<Literal> out = RunReduceWindow(
-        testing::VecBool({3}, {1, 0, 1}), Scalar<bool>(xla::PRED, false), "or",
-        w);
+    absl::StatusOr<Literal> out =
+        RunReduceWindow(testing::VecBool({3}, {1, 0, 1}),
+                        Scalar<bool>(xla::PRED, false), "or", w);
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ(Values<bool>(*out), (std::vector<bool>{true, true, true}));
   }
@@ -223,9 +224,9 @@ TEST(ReduceWindowTest, ElementTypes) {
 }
 
 TEST(ReduceWindowTest, NanPropagatesThroughMax) {
-  absl::StatusOr<Literal> out = RunReduceWindow(
-      Vec<float>(xla::F32, {3}, {NAN, 1, 2}),
-      Scalar<float>(xla::F32, -INFINITY), "maximum", {Win{2}});
+  absl::StatusOr<Literal> out =
+      RunReduceWindow(Vec<float>(xla::F32, {3}, {NAN, 1, 2}),
+                      Scalar<float>(xla::F32, -INFINITY), "maximum", {Win{2}});
   ASSERT_TRUE(out.ok()) << out.status();
   std::vector<float> v = Values<float>(*out);
   EXPECT_TRUE(std::isnan(v[0]));
@@ -254,16 +255,15 @@ TEST(ReduceWindowTest, VariadicArgmaxWithGenericComputation) {
   int64_t idx = e.Param(S(xla::S32, {6}));
   int64_t iv = e.Param(S(xla::F32, {}));
   int64_t ii = e.Param(S(xla::S32, {}));
-  e.Call("reduce-window",
-         Shape::Tuple({S(xla::F32, {3}), S(xla::S32, {3})}), {x, idx, iv, ii},
-         {&r}, [](xla::HloInstructionProto& inst) {
+  e.Call("reduce-window", Shape::Tuple({S(xla::F32, {3}), S(xla::S32, {3})}),
+         {x, idx, iv, ii}, {&r}, [](xla::HloInstructionProto& inst) {
            SetWindow(inst, {Win{3, 2, 1, 0}});
          });
-  absl::StatusOr<Literal> out = RunModule(
-      m.Build(), {Vec<float>(xla::F32, {6}, {5, 9, 9, 2, 7, 1}),
-                  Vec<int32_t>(xla::S32, {6}, {0, 1, 2, 3, 4, 5}),
-                  Scalar<float>(xla::F32, -INFINITY),
-                  Scalar<int32_t>(xla::S32, -1)});
+  absl::StatusOr<Literal> out =
+      RunModule(m.Build(), {Vec<float>(xla::F32, {6}, {5, 9, 9, 2, 7, 1}),
+                            Vec<int32_t>(xla::S32, {6}, {0, 1, 2, 3, 4, 5}),
+                            Scalar<float>(xla::F32, -INFINITY),
+                            Scalar<int32_t>(xla::S32, -1)});
   ASSERT_TRUE(out.ok()) << out.status();
   // Windows (padding 1 low, stride 2): {pad,5,9} {9,9,2} {2,7,1}.
   EXPECT_EQ(Values<float>(out->element(0)), (std::vector<float>{9, 9, 7}));
@@ -277,7 +277,8 @@ TEST(ReduceWindowTest, ThreadedLargeMaxPool) {
   const std::vector<Win> window = {Win{1}, Win{3, 2, 1, 1}, Win{3, 2, 1, 1},
                                    Win{1}};
   std::vector<float> v(Count(dims));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 37) % 101);
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<float>((i * 37) % 101);
   HloModuleBuilder m("pool");
   ComputationBuilder& r = m.ScalarBinary("maximum", xla::F32);
   ComputationBuilder& e = m.Entry();
@@ -285,10 +286,9 @@ TEST(ReduceWindowTest, ThreadedLargeMaxPool) {
   int64_t i = e.Param(S(xla::F32, {}));
   e.Call("reduce-window", S(xla::F32, OutDims(dims, window)), {p, i}, {&r},
          [&](xla::HloInstructionProto& inst) { SetWindow(inst, window); });
-  absl::StatusOr<Literal> out =
-      RunModule(m.Build(),
-                {Vec<float>(xla::F32, dims, v), Scalar<float>(xla::F32, -1)},
-                {}, &device);
+  absl::StatusOr<Literal> out = RunModule(
+      m.Build(), {Vec<float>(xla::F32, dims, v), Scalar<float>(xla::F32, -1)},
+      {}, &device);
   ASSERT_TRUE(out.ok()) << out.status();
   std::vector<float> got = Values<float>(*out);
   for (int64_t o = 0; o < Count(OutDims(dims, window)); ++o) {
@@ -374,8 +374,9 @@ TEST(SelectAndScatterTest, PaddingIsNeverSelected) {
   // operand [-5 -7], window 2 stride 2 with padding 1 low, 1 high:
   // windows {pad,-5} {-7,pad}: padding is never a candidate.
   absl::StatusOr<Literal> out = RunSelectAndScatter(
-      Vec<int32_t>(xla::S32, {2}, {-5, -7}), Vec<int32_t>(xla::S32, {2}, {1, 2}),
-      Scalar<int32_t>(xla::S32, 0), "GE", {Win{2, 2, 1, 1}});
+      Vec<int32_t>(xla::S32, {2}, {-5, -7}),
+      Vec<int32_t>(xla::S32, {2}, {1, 2}), Scalar<int32_t>(xla::S32, 0), "GE",
+      {Win{2, 2, 1, 1}});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(Values<int32_t>(*out), (std::vector<int32_t>{1, 2}));
 }
@@ -418,9 +419,10 @@ TEST(SelectAndScatterTest, Bf16AndRejectsWrongSource) {
       Scalar<bf16>(xla::BF16, bf16(0)), "GE", {Win{2}});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(testing::FloatValues(*out), (std::vector<float>{0, 0.75f, 0}));
-  absl::StatusOr<Literal> bad = RunSelectAndScatter(
-      Vec<float>(xla::F32, {3}, {1, 3, 2}), Vec<float>(xla::F32, {3}, {1, 1, 1}),
-      Scalar<float>(xla::F32, 0), "GE", {Win{2}});
+  absl::StatusOr<Literal> bad =
+      RunSelectAndScatter(Vec<float>(xla::F32, {3}, {1, 3, 2}),
+                          Vec<float>(xla::F32, {3}, {1, 1, 1}),
+                          Scalar<float>(xla::F32, 0), "GE", {Win{2}});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("source must be f32[2]"),
@@ -429,4 +431,4 @@ TEST(SelectAndScatterTest, Bf16AndRejectsWrongSource) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

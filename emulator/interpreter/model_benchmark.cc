@@ -7,7 +7,7 @@
 #include "benchmark/benchmark.h"
 #include "emulator/interpreter/benchmark_util.h"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace {
 
 constexpr char kMlpStep[] = R"(
@@ -141,6 +141,6 @@ void BM_CnnInferenceStep(benchmark::State& state) {
 BENCHMARK(BM_CnnInferenceStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 BENCHMARK_MAIN();

@@ -10,8 +10,7 @@
 
 #include "emulator/interpreter/elementwise_common.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 
 // How f32 operands are rounded before the product (TPU numerics).
 enum class OperandRounding {
@@ -123,7 +122,6 @@ const C* PrepareOperand(const Eigen::ThreadPoolDevice* device,
   return static_cast<const C*>(storage->data());
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_OPERAND_PREP_H_

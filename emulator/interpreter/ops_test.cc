@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace {
 
 using testing::CompileHlo;
@@ -884,4 +884,4 @@ ENTRY e {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -7,8 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "emulator/interpreter/fusion.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 namespace {
 
 template <typename Fn>
@@ -190,5 +189,4 @@ absl::StatusOr<Literal> CompiledComputation::Run(
   return result;
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -22,8 +22,7 @@
 #include "hlo/hlo_module.h"
 #include "hlo/literal.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 
 class ExecState {
  public:
@@ -81,7 +80,6 @@ class CompiledComputation {
   int64_t root_slot_ = 0;
 };
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_PLAN_H_

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace {
 
 using testing::RunHlo;
@@ -389,4 +389,4 @@ TEST(ProgramsTest, GraphSageFromTensorFlowRuns) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -11,8 +11,7 @@
 #include "emulator/interpreter/elementwise_common.h"
 #include "hlo/hlo_module.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 
 enum class Red { kAdd, kMul, kMax, kMin, kAnd, kOr, kOther };
 
@@ -101,7 +100,6 @@ constexpr bool Supported() {
   }
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_REDUCER_H_

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "hlo/text/hlo_parser.h"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace testing {
 
 ComputationBuilder::ComputationBuilder(HloModuleBuilder* module,
@@ -244,4 +244,4 @@ absl::StatusOr<std::unique_ptr<Executable>> CompileHlo(
 }
 
 }  // namespace testing
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -24,7 +24,7 @@
 #include "hlo/shape.h"
 #include "proto/hlo.pb.h"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace testing {
 
 // Scalar f32 `max` and `add` computations in HLO text, for programs written
@@ -167,6 +167,6 @@ absl::StatusOr<std::unique_ptr<Executable>> CompileHlo(
     absl::string_view text, const CompileOptions& options = {});
 
 }  // namespace testing
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_TEST_UTIL_H_

@@ -14,7 +14,7 @@
 #include "emulator/interpreter/test_util.h"
 #include "gtest/gtest.h"
 
-namespace tpu {
+namespace tpu::emulator::interpreter {
 namespace {
 
 using testing::RunHlo;
@@ -255,4 +255,4 @@ TEST(TypeSweepTest, ConvertBetweenEveryPairOfRealTypes) {
 }
 
 }  // namespace
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -3,8 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 
 absl::StatusOr<std::vector<WindowDim>> ReadWindow(
     const xla::Window& window, absl::Span<const int64_t> input_sizes,
@@ -37,9 +36,9 @@ absl::StatusOr<std::vector<WindowDim>> ReadWindow(
         d.base_dilation > kLimit || d.padding_low > kLimit ||
         d.padding_high > kLimit || d.padding_low < -kLimit ||
         d.padding_high < -kLimit) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, " window dimension ", i, " is too large: ",
-          w.ShortDebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " window dimension ", i,
+                       " is too large: ", w.ShortDebugString()));
     }
     const int64_t dilated_base =
         input_sizes[i] == 0 ? 0 : (input_sizes[i] - 1) * d.base_dilation + 1;
@@ -79,5 +78,4 @@ std::vector<int64_t> WindowInputTable(int64_t input_size, int64_t output_size,
   return table;
 }
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter

@@ -21,8 +21,7 @@
 #include "absl/types/span.h"
 #include "proto/xla_data.pb.h"
 
-namespace tpu {
-namespace interpreter {
+namespace tpu::emulator::interpreter {
 
 struct WindowDim {
   int64_t size = 1;
@@ -53,7 +52,6 @@ int64_t WindowOutputSize(int64_t input_size, const WindowDim& dim);
 std::vector<int64_t> WindowInputTable(int64_t input_size, int64_t output_size,
                                       const WindowDim& dim);
 
-}  // namespace interpreter
-}  // namespace tpu
+}  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_WINDOW_UTIL_H_

@@ -36,13 +36,13 @@ class BackendInstance {
 
   // A new driver (a new client session) on this instance's worker(s), built
   // the way TpuClient builds it. Several drivers share the worker's HBM.
-  virtual absl::StatusOr<std::unique_ptr<TpuDriver>> OpenDriver() = 0;
+  virtual absl::StatusOr<std::unique_ptr<driver::TpuDriver>> OpenDriver() = 0;
 
   // A driver whose transport runs through `faults`, for tests of corrupted
   // responses and broken streams. UNIMPLEMENTED if the backend has no single
   // transport to wrap.
-  virtual absl::StatusOr<std::unique_ptr<TpuDriver>> OpenFaultyDriver(
-      std::shared_ptr<FaultInjectionTransport::Faults> faults) {
+  virtual absl::StatusOr<std::unique_ptr<driver::TpuDriver>> OpenFaultyDriver(
+      std::shared_ptr<driver::FaultInjectionTransport::Faults> faults) {
     return absl::UnimplementedError("no fault injection on this backend");
   }
 

@@ -105,7 +105,8 @@ class DriverConformanceTest : public ::testing::TestWithParam<Param> {
     }
     ASSERT_TRUE(instance.ok()) << instance.status();
     instance_ = *std::move(instance);
-    absl::StatusOr<std::unique_ptr<TpuDriver>> driver = instance_->OpenDriver();
+    absl::StatusOr<std::unique_ptr<driver::TpuDriver>> driver =
+        instance_->OpenDriver();
     ASSERT_TRUE(driver.ok()) << driver.status();
     driver_ = *std::move(driver);
     absl::StatusOr<tpu_driver::SystemInfo> info = driver_->QuerySystemInfo();
@@ -130,7 +131,7 @@ class DriverConformanceTest : public ::testing::TestWithParam<Param> {
   int32_t core(int i) const { return cores_[i % cores_.size()]; }
 
   // The event's status, bounded; in async mode learnt through a callback.
-  absl::Status Wait(const std::shared_ptr<Event>& event) {
+  absl::Status Wait(const std::shared_ptr<driver::Event>& event) {
     if (event == nullptr) return absl::InternalError("null event");
     if (!async()) {
       std::optional<absl::Status> status = event->AwaitWithTimeout(kWaitBound);
@@ -151,7 +152,8 @@ class DriverConformanceTest : public ::testing::TestWithParam<Param> {
 
   // Blocking mode: waits for `event` now and expects success. Async mode:
   // remembers it for Drain, so the next operation is issued at once.
-  void Step(const std::shared_ptr<Event>& event, const std::string& what) {
+  void Step(const std::shared_ptr<driver::Event>& event,
+            const std::string& what) {
     if (async()) {
       steps_.emplace_back(event, what);
       return;
@@ -168,8 +170,8 @@ class DriverConformanceTest : public ::testing::TestWithParam<Param> {
   }
 
   // Uploads `values` to a new f32 buffer on `core_id`.
-  std::unique_ptr<BufferHandle> Upload(int32_t core_id,
-                                       const std::vector<float>& values) {
+  std::unique_ptr<driver::BufferHandle> Upload(
+      int32_t core_id, const std::vector<float>& values) {
     auto buffer = driver_->Allocate(
         core_id, HBM, F32Array(static_cast<int64_t>(values.size())), {});
     Step(buffer->OnReady(), "allocate");
@@ -178,7 +180,7 @@ class DriverConformanceTest : public ::testing::TestWithParam<Param> {
     return buffer;
   }
 
-  std::vector<float> Download(BufferHandle* buffer) {
+  std::vector<float> Download(driver::BufferHandle* buffer) {
     std::vector<float> values(buffer->size_in_bytes() / sizeof(float));
     absl::Status status =
         Wait(driver_->TransferFromDevice(buffer, values.data(), {}));
@@ -186,7 +188,7 @@ class DriverConformanceTest : public ::testing::TestWithParam<Param> {
     return values;
   }
 
-  int64_t HbmAvailable(TpuDriver* driver, int32_t core_id) {
+  int64_t HbmAvailable(driver::TpuDriver* driver, int32_t core_id) {
     absl::StatusOr<tpu_driver::SystemInfo> info = driver->QuerySystemInfo();
     EXPECT_TRUE(info.ok()) << info.status();
     if (!info.ok()) return -1;
@@ -199,10 +201,10 @@ class DriverConformanceTest : public ::testing::TestWithParam<Param> {
   }
 
   std::unique_ptr<BackendInstance> instance_;
-  std::unique_ptr<TpuDriver> driver_;
+  std::unique_ptr<driver::TpuDriver> driver_;
   tpu_driver::SystemInfo info_;
   std::vector<int32_t> cores_;
-  std::vector<std::pair<std::shared_ptr<Event>, std::string>> steps_;
+  std::vector<std::pair<std::shared_ptr<driver::Event>, std::string>> steps_;
 };
 
 TEST_P(DriverConformanceTest, QuerySystemInfoDescribesCoresAndHbm) {
@@ -279,19 +281,19 @@ TEST_P(DriverConformanceTest, ManyTransfersInFlightAreEachBitExact) {
   // sizes on both sides of every copy-or-reference threshold.
   const std::vector<int64_t> counts = {1, 25, 4096, 5000, 75000, 1 << 18, 7};
   std::vector<std::vector<float>> values;
-  std::vector<std::unique_ptr<BufferHandle>> buffers;
+  std::vector<std::unique_ptr<driver::BufferHandle>> buffers;
   for (size_t i = 0; i < counts.size(); ++i) {
     values.push_back(RandomFloats(counts[i], 10 + static_cast<int>(i)));
     buffers.push_back(driver_->Allocate(core(i), HBM, F32Array(counts[i]), {}));
   }
-  std::vector<std::shared_ptr<Event>> writes;
+  std::vector<std::shared_ptr<driver::Event>> writes;
   for (size_t i = 0; i < counts.size(); ++i) {
     writes.push_back(
         driver_->TransferToDevice(values[i].data(), buffers[i].get(), {}));
   }
   std::vector<std::vector<float>> back;
   for (const auto& v : values) back.emplace_back(v.size(), -1.0f);
-  std::vector<std::shared_ptr<Event>> reads;
+  std::vector<std::shared_ptr<driver::Event>> reads;
   for (size_t i = 0; i < counts.size(); ++i) {
     reads.push_back(driver_->TransferFromDevice(
         buffers[i].get(), back[i].data(), {writes[i].get()}));
@@ -419,7 +421,9 @@ TEST_P(DriverConformanceTest, FailedOperationFailsItsDependents) {
   auto huge = driver_->Allocate(core(0), HBM,
                                 std::numeric_limits<int64_t>::max() / 2, {});
   const std::string huge_id =
-      dynamic_cast<CompletionEvent*>(huge->OnReady().get())->id().ToString();
+      dynamic_cast<driver::CompletionEvent*>(huge->OnReady().get())
+          ->id()
+          .ToString();
   auto small = driver_->Allocate(core(0), HBM, 64, {});
   // Issued before the failure is known (in async mode surely): the worker
   // fails it; otherwise the driver does, up front. Both name the allocation.
@@ -438,7 +442,8 @@ TEST_P(DriverConformanceTest, FailedOperationFailsItsDependents) {
 }
 
 TEST_P(DriverConformanceTest, HandlesOfAnotherDriverAreInvalidArgument) {
-  absl::StatusOr<std::unique_ptr<TpuDriver>> other = instance_->OpenDriver();
+  absl::StatusOr<std::unique_ptr<driver::TpuDriver>> other =
+      instance_->OpenDriver();
   ASSERT_TRUE(other.ok()) << other.status();
   auto foreign = (*other)->Allocate(core(0), HBM, 16, {});
   ASSERT_TRUE(Wait(foreign->OnReady()).ok());
@@ -464,8 +469,8 @@ TEST_P(DriverConformanceTest, UnknownCoreIsInvalidArgument) {
 }
 
 TEST_P(DriverConformanceTest, TruncatedTransferIsDataLoss) {
-  auto faults = std::make_shared<FaultInjectionTransport::Faults>();
-  absl::StatusOr<std::unique_ptr<TpuDriver>> faulty =
+  auto faults = std::make_shared<driver::FaultInjectionTransport::Faults>();
+  absl::StatusOr<std::unique_ptr<driver::TpuDriver>> faulty =
       instance_->OpenFaultyDriver(faults);
   if (faulty.status().code() == absl::StatusCode::kUnimplemented) {
     GTEST_SKIP() << faulty.status();
@@ -485,16 +490,16 @@ TEST_P(DriverConformanceTest, TruncatedTransferIsDataLoss) {
 }
 
 TEST_P(DriverConformanceTest, BrokenStreamsFailEveryPendingEvent) {
-  auto faults = std::make_shared<FaultInjectionTransport::Faults>();
-  absl::StatusOr<std::unique_ptr<TpuDriver>> faulty =
+  auto faults = std::make_shared<driver::FaultInjectionTransport::Faults>();
+  absl::StatusOr<std::unique_ptr<driver::TpuDriver>> faulty =
       instance_->OpenFaultyDriver(faults);
   if (faulty.status().code() == absl::StatusCode::kUnimplemented) {
     GTEST_SKIP() << faulty.status();
   }
   ASSERT_TRUE(faulty.ok()) << faulty.status();
   faults->drop_responses = true;  // Everything stays pending.
-  std::vector<std::shared_ptr<Event>> events;
-  std::vector<std::unique_ptr<BufferHandle>> buffers;
+  std::vector<std::shared_ptr<driver::Event>> events;
+  std::vector<std::unique_ptr<driver::BufferHandle>> buffers;
   for (int i = 0; i < 8; ++i) {
     buffers.push_back((*faulty)->Allocate(core(i), HBM, 64, {}));
     events.push_back(buffers.back()->OnReady());
@@ -508,8 +513,8 @@ TEST_P(DriverConformanceTest, BrokenStreamsFailEveryPendingEvent) {
 }
 
 TEST_P(DriverConformanceTest, WorkerGoingAwayFailsPendingEvents) {
-  auto faults = std::make_shared<FaultInjectionTransport::Faults>();
-  absl::StatusOr<std::unique_ptr<TpuDriver>> faulty =
+  auto faults = std::make_shared<driver::FaultInjectionTransport::Faults>();
+  absl::StatusOr<std::unique_ptr<driver::TpuDriver>> faulty =
       instance_->OpenFaultyDriver(faults);
   if (faulty.status().code() == absl::StatusCode::kUnimplemented) {
     GTEST_SKIP() << faulty.status();
@@ -517,7 +522,7 @@ TEST_P(DriverConformanceTest, WorkerGoingAwayFailsPendingEvents) {
   ASSERT_TRUE(faulty.ok()) << faulty.status();
   faults->drop_responses = true;
   auto buffer = (*faulty)->Allocate(core(0), HBM, 64, {});
-  std::shared_ptr<Event> ready = buffer->OnReady();
+  std::shared_ptr<driver::Event> ready = buffer->OnReady();
   if (!instance_->StopWorker()) GTEST_SKIP() << "cannot stop this worker";
   absl::Status status = Wait(ready);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
@@ -532,7 +537,8 @@ TEST_P(DriverConformanceTest, WorkerGoingAwayFailsPendingEvents) {
 
 TEST_P(DriverConformanceTest, DestructionClosesAndFreesHbm) {
   const int64_t before = HbmAvailable(driver_.get(), core(0));
-  absl::StatusOr<std::unique_ptr<TpuDriver>> other = instance_->OpenDriver();
+  absl::StatusOr<std::unique_ptr<driver::TpuDriver>> other =
+      instance_->OpenDriver();
   ASSERT_TRUE(other.ok()) << other.status();
   const int64_t size = 1 << 20;
   auto buffer = (*other)->Allocate(core(0), HBM, size, {});
@@ -550,7 +556,8 @@ TEST_P(DriverConformanceTest, ResetDropsStateAndRetiresTheDriver) {
   auto after = driver_->Allocate(core(0), HBM, 16, {});
   EXPECT_EQ(Wait(after->OnReady()).code(),
             absl::StatusCode::kFailedPrecondition);
-  absl::StatusOr<std::unique_ptr<TpuDriver>> fresh = instance_->OpenDriver();
+  absl::StatusOr<std::unique_ptr<driver::TpuDriver>> fresh =
+      instance_->OpenDriver();
   ASSERT_TRUE(fresh.ok()) << fresh.status();
   const int64_t total = HbmAvailable(fresh->get(), core(0));
   auto again = (*fresh)->Allocate(core(0), HBM, 16, {});
@@ -609,7 +616,7 @@ TEST_P(DriverConformanceTest, NullArgumentsAreInvalidArgument) {
   auto buffer = driver_->Allocate(core(0), HBM, 16, {});
   EXPECT_EQ(Wait(driver_->TransferToDevice(nullptr, buffer.get(), {})).code(),
             absl::StatusCode::kInvalidArgument);
-  Event* null_event = nullptr;
+  driver::Event* null_event = nullptr;
   auto waits_on_null = driver_->Allocate(core(0), HBM, 16, {null_event});
   EXPECT_EQ(Wait(waits_on_null->OnReady()).code(),
             absl::StatusCode::kInvalidArgument);

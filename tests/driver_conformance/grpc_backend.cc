@@ -6,7 +6,7 @@
 #include "driver/grpc/grpc_driver.h"
 #include "driver/grpc/grpc_transport.h"
 #include "driver/stream_driver.h"
-#include "emulator/server.h"
+#include "emulator/service/server.h"
 #include "tests/driver_conformance/backend.h"
 
 namespace tpu {
@@ -15,30 +15,31 @@ namespace {
 
 class GrpcInstance : public BackendInstance {
  public:
-  explicit GrpcInstance(std::unique_ptr<Server> server)
+  explicit GrpcInstance(std::unique_ptr<emulator::Server> server)
       : server_(std::move(server)),
         address_(absl::StrCat("grpc://", server_->address())) {}
 
   std::string address() override { return address_; }
 
-  absl::StatusOr<std::unique_ptr<TpuDriver>> OpenDriver() override {
-    return DriverRegistry::Open(Config());
+  absl::StatusOr<std::unique_ptr<driver::TpuDriver>> OpenDriver() override {
+    return driver::DriverRegistry::Open(Config());
   }
 
-  absl::StatusOr<std::unique_ptr<TpuDriver>> OpenFaultyDriver(
-      std::shared_ptr<FaultInjectionTransport::Faults> faults) override {
-    absl::StatusOr<std::unique_ptr<GrpcTransport>> base =
-        GrpcTransport::Create(Config());
+  absl::StatusOr<std::unique_ptr<driver::TpuDriver>> OpenFaultyDriver(
+      std::shared_ptr<driver::FaultInjectionTransport::Faults> faults)
+      override {
+    absl::StatusOr<std::unique_ptr<driver::GrpcTransport>> base =
+        driver::GrpcTransport::Create(Config());
     if (!base.ok()) return base.status();
-    auto transport = std::make_unique<FaultInjectionTransport>(
+    auto transport = std::make_unique<driver::FaultInjectionTransport>(
         *std::move(base), std::move(faults));
-    StreamDriverOptions options;
+    driver::StreamDriverOptions options;
     options.open_timeout = absl::Seconds(5);
     options.close_grace = absl::Seconds(2);
-    absl::StatusOr<std::unique_ptr<StreamDriver>> driver =
-        StreamDriver::Create(std::move(transport), options);
+    absl::StatusOr<std::unique_ptr<driver::StreamDriver>> driver =
+        driver::StreamDriver::Create(std::move(transport), options);
     if (!driver.ok()) return driver.status();
-    return std::unique_ptr<TpuDriver>(*std::move(driver));
+    return std::unique_ptr<driver::TpuDriver>(*std::move(driver));
   }
 
   bool StopWorker() override {
@@ -54,7 +55,7 @@ class GrpcInstance : public BackendInstance {
     return config;
   }
 
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<emulator::Server> server_;
   const std::string address_;
 };
 
@@ -62,14 +63,15 @@ const int kRegistered = RegisterBackend(Backend{
     "grpc",
     {"grpc://", "network"},
     []() -> absl::StatusOr<std::unique_ptr<BackendInstance>> {
-      ServerOptions options;
+      emulator::ServerOptions options;
       options.bind = "127.0.0.1";
       options.port = 0;
       options.worker.chips = 2;
       options.worker.cores_per_chip = 2;
       options.worker.hbm_bytes_per_core = int64_t{1} << 30;
       options.worker.compute_threads = 2;
-      absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
+      absl::StatusOr<std::unique_ptr<emulator::Server>> server =
+          emulator::Server::Start(options);
       if (!server.ok()) return server.status();
       return std::unique_ptr<BackendInstance>(
           new GrpcInstance(*std::move(server)));

@@ -22,89 +22,92 @@ namespace {
 
 constexpr int kWorkers = 2;
 
-StreamDriverOptions TestOptions() {
-  StreamDriverOptions options;
+driver::StreamDriverOptions TestOptions() {
+  driver::StreamDriverOptions options;
   options.close_grace = absl::Seconds(2);
   return options;
 }
 
 class PodInstance : public BackendInstance {
  public:
-  explicit PodInstance(std::vector<std::shared_ptr<Worker>> workers)
+  explicit PodInstance(std::vector<std::shared_ptr<emulator::Worker>> workers)
       : workers_(std::move(workers)) {}
 
   // Worker i is "local://pod-worker-<i>": only this backend's factory knows
   // those names.
   std::string address() override {
-    std::string address = kPodDriverPrefix;
+    std::string address = driver::kPodDriverPrefix;
     for (int i = 0; i < kWorkers; ++i) {
       absl::StrAppend(&address, i == 0 ? "" : ",", "local://pod-worker-", i);
     }
     return address;
   }
 
-  absl::StatusOr<std::unique_ptr<TpuDriver>> OpenDriver() override {
+  absl::StatusOr<std::unique_ptr<driver::TpuDriver>> OpenDriver() override {
     return Open(nullptr);
   }
 
-  absl::StatusOr<std::unique_ptr<TpuDriver>> OpenFaultyDriver(
-      std::shared_ptr<FaultInjectionTransport::Faults> faults) override {
+  absl::StatusOr<std::unique_ptr<driver::TpuDriver>> OpenFaultyDriver(
+      std::shared_ptr<driver::FaultInjectionTransport::Faults> faults)
+      override {
     return Open(std::move(faults));
   }
 
  private:
   // Every worker driver runs through `faults` when it is set.
-  absl::StatusOr<std::unique_ptr<TpuDriver>> Open(
-      std::shared_ptr<FaultInjectionTransport::Faults> faults) {
-    PodDriverOptions options;
+  absl::StatusOr<std::unique_ptr<driver::TpuDriver>> Open(
+      std::shared_ptr<driver::FaultInjectionTransport::Faults> faults) {
+    driver::PodDriverOptions options;
     options.shutdown_timeout = absl::Seconds(5);
     options.open_worker = [this,
                            faults](const tpu_driver::TpuDriverConfig& config)
-        -> absl::StatusOr<std::unique_ptr<TpuDriver>> {
+        -> absl::StatusOr<std::unique_ptr<driver::TpuDriver>> {
       for (int i = 0; i < kWorkers; ++i) {
         const std::string name = absl::StrCat("local://pod-worker-", i);
         if (config.worker() != name) continue;
-        absl::StatusOr<std::unique_ptr<StreamDriver>> driver;
+        absl::StatusOr<std::unique_ptr<driver::StreamDriver>> driver;
         if (faults == nullptr) {
-          driver = OpenLocalDriver(workers_[i], TestOptions());
+          driver = driver::OpenLocalDriver(workers_[i], TestOptions());
         } else {
-          driver = StreamDriver::Create(
-              std::make_unique<FaultInjectionTransport>(
-                  std::make_unique<LocalTransport>(workers_[i], name), faults),
+          driver = driver::StreamDriver::Create(
+              std::make_unique<driver::FaultInjectionTransport>(
+                  std::make_unique<driver::LocalTransport>(workers_[i], name),
+                  faults),
               TestOptions());
         }
         if (!driver.ok()) return driver.status();
-        return std::unique_ptr<TpuDriver>(*std::move(driver));
+        return std::unique_ptr<driver::TpuDriver>(*std::move(driver));
       }
       return absl::NotFoundError(
           absl::StrCat("no pod test worker named ", config.worker()));
     };
     tpu_driver::TpuDriverConfig config;
     config.set_worker(address());
-    absl::StatusOr<std::unique_ptr<PodDriver>> pod =
-        PodDriver::Open(config, std::move(options));
+    absl::StatusOr<std::unique_ptr<driver::PodDriver>> pod =
+        driver::PodDriver::Open(config, std::move(options));
     if (!pod.ok()) return pod.status();
-    return std::unique_ptr<TpuDriver>(*std::move(pod));
+    return std::unique_ptr<driver::TpuDriver>(*std::move(pod));
   }
 
-  std::vector<std::shared_ptr<Worker>> workers_;
+  std::vector<std::shared_ptr<emulator::Worker>> workers_;
 };
 
 const int kRegistered = RegisterBackend(Backend{
     "pod",
     {"grpc+pod://", "local://"},
     []() -> absl::StatusOr<std::unique_ptr<BackendInstance>> {
-      std::vector<std::shared_ptr<Worker>> workers;
+      std::vector<std::shared_ptr<emulator::Worker>> workers;
       for (int i = 0; i < kWorkers; ++i) {
-        WorkerOptions options;
+        emulator::WorkerOptions options;
         options.chips = 1;
         options.cores_per_chip = 1;
         options.hbm_bytes_per_core = int64_t{1} << 30;
         options.compute_threads = 1;
-        absl::StatusOr<std::unique_ptr<Worker>> worker =
-            Worker::Create(options);
+        absl::StatusOr<std::unique_ptr<emulator::Worker>> worker =
+            emulator::Worker::Create(options);
         if (!worker.ok()) return worker.status();
-        workers.push_back(std::shared_ptr<Worker>(*std::move(worker)));
+        workers.push_back(
+            std::shared_ptr<emulator::Worker>(*std::move(worker)));
       }
       return std::unique_ptr<BackendInstance>(
           new PodInstance(std::move(workers)));

@@ -18,7 +18,7 @@
 #include "client/tpu_buffer.h"
 #include "client/tpu_client.h"
 #include "client/tpu_executable.h"
-#include "emulator/server.h"
+#include "emulator/service/server.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/programs.h"
 
@@ -51,12 +51,13 @@ std::string Bytes(const Literal& literal) {
 class ClientE2ETest : public ::testing::TestWithParam<std::string> {
  protected:
   static void SetUpTestSuite() {
-    ServerOptions options;
+    emulator::ServerOptions options;
     options.port = 0;
     options.worker.chips = 4;
     options.worker.cores_per_chip = 2;
     options.worker.compute_threads = 2;
-    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
+    absl::StatusOr<std::unique_ptr<emulator::Server>> server =
+        emulator::Server::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = server->release();
   }
@@ -71,33 +72,35 @@ class ClientE2ETest : public ::testing::TestWithParam<std::string> {
     return "local://?chips=4&cores_per_chip=2&compute_threads=2";
   }
 
-  std::shared_ptr<TpuClient> Connect(ClientOptions options = {}) {
-    absl::StatusOr<std::shared_ptr<TpuClient>> client =
-        TpuClient::Get(Address(), options);
+  std::shared_ptr<client::TpuClient> Connect(
+      client::ClientOptions options = {}) {
+    absl::StatusOr<std::shared_ptr<client::TpuClient>> client =
+        client::TpuClient::Get(Address(), options);
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? *client : nullptr;
   }
 
-  std::unique_ptr<TpuBuffer> Upload(const std::shared_ptr<TpuClient>& client,
-                                    const Literal& literal, int device = 0) {
-    absl::StatusOr<std::unique_ptr<TpuBuffer>> buffer =
-        TpuBuffer::FromLiteral(literal, client, device);
+  std::unique_ptr<client::TpuBuffer> Upload(
+      const std::shared_ptr<client::TpuClient>& client, const Literal& literal,
+      int device = 0) {
+    absl::StatusOr<std::unique_ptr<client::TpuBuffer>> buffer =
+        client::TpuBuffer::FromLiteral(literal, client, device);
     EXPECT_TRUE(buffer.ok()) << buffer.status();
     return buffer.ok() ? *std::move(buffer) : nullptr;
   }
 
-  static Server* server_;
+  static emulator::Server* server_;
 };
 
-Server* ClientE2ETest::server_ = nullptr;
+emulator::Server* ClientE2ETest::server_ = nullptr;
 
 TEST_P(ClientE2ETest, OneDevicePerCore) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
   ASSERT_EQ(client->device_count(), 8);
   EXPECT_EQ(client->local_device_count(), 8);
   for (int i = 0; i < 8; ++i) {
-    const TpuDevice& device = *client->devices()[i];
+    const client::TpuDevice& device = *client->devices()[i];
     EXPECT_EQ(device.id(), i);
     EXPECT_EQ(device.ToString(), absl::StrCat("TPU_", i));
     EXPECT_EQ(device.core_on_chip(), i % 2);
@@ -106,7 +109,7 @@ TEST_P(ClientE2ETest, OneDevicePerCore) {
 }
 
 TEST_P(ClientE2ETest, ArraysRoundTripBitExact) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
   // NaN payloads, signed zeros, denormals and odd sizes, in every 8/16/32-bit
   // element type the client accepts.
@@ -128,7 +131,8 @@ TEST_P(ClientE2ETest, ArraysRoundTripBitExact) {
   };
   for (int device = 0; device < 8; device += 3) {
     for (const Literal& literal : literals) {
-      std::unique_ptr<TpuBuffer> buffer = Upload(client, literal, device);
+      std::unique_ptr<client::TpuBuffer> buffer =
+          Upload(client, literal, device);
       ASSERT_NE(buffer, nullptr);
       EXPECT_TRUE(buffer->BlockHostUntilReady().ok());
       absl::StatusOr<Literal> back = buffer->ToLiteral();
@@ -140,19 +144,19 @@ TEST_P(ClientE2ETest, ArraysRoundTripBitExact) {
 }
 
 TEST_P(ClientE2ETest, NestedTuplesRoundTrip) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
   Literal literal = Literal::Tuple(
       {F32({2}, {1.5f, -2.5f}),
        Literal::Tuple({S32({}, {7}), Literal::Tuple({S32({1}, {-9})})})});
-  std::unique_ptr<TpuBuffer> buffer = Upload(client, literal, 4);
+  std::unique_ptr<client::TpuBuffer> buffer = Upload(client, literal, 4);
   ASSERT_NE(buffer, nullptr);
   ASSERT_TRUE(buffer->CopyToHostAsync().ok());
   absl::StatusOr<Literal> back = buffer->ToLiteral();
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, literal);
 
-  absl::StatusOr<std::vector<std::unique_ptr<TpuBuffer>>> elements =
+  absl::StatusOr<std::vector<std::unique_ptr<client::TpuBuffer>>> elements =
       buffer->DestructureTuple();
   ASSERT_TRUE(elements.ok()) << elements.status();
   ASSERT_EQ(elements->size(), 2u);
@@ -162,21 +166,21 @@ TEST_P(ClientE2ETest, NestedTuplesRoundTrip) {
 }
 
 TEST_P(ClientE2ETest, AllocateMakeTupleAndDelete) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
   Shape shape = Shape::Tuple({Shape::Array(xla::F32, {128}),
                               Shape::Tuple({Shape::Array(xla::S32, {3})})});
-  absl::StatusOr<std::unique_ptr<TpuBuffer>> allocated =
-      TpuBuffer::AllocateBuffer(shape, client, 2);
+  absl::StatusOr<std::unique_ptr<client::TpuBuffer>> allocated =
+      client::TpuBuffer::AllocateBuffer(shape, client, 2);
   ASSERT_TRUE(allocated.ok()) << allocated.status();
   EXPECT_TRUE((*allocated)->BlockHostUntilReady().ok());
   EXPECT_EQ((*allocated)->on_host_shape(), shape);
 
-  std::unique_ptr<TpuBuffer> a = Upload(client, F32({2}, {1, 2}), 2);
-  std::unique_ptr<TpuBuffer> b = Upload(client, S32({}, {3}), 2);
-  std::vector<TpuBuffer*> elements = {a.get(), b.get()};
-  absl::StatusOr<std::unique_ptr<TpuBuffer>> tuple =
-      TpuBuffer::MakeTuple(elements, client, 2);
+  std::unique_ptr<client::TpuBuffer> a = Upload(client, F32({2}, {1, 2}), 2);
+  std::unique_ptr<client::TpuBuffer> b = Upload(client, S32({}, {3}), 2);
+  std::vector<client::TpuBuffer*> elements = {a.get(), b.get()};
+  absl::StatusOr<std::unique_ptr<client::TpuBuffer>> tuple =
+      client::TpuBuffer::MakeTuple(elements, client, 2);
   ASSERT_TRUE(tuple.ok()) << tuple.status();
   a->Delete();
   EXPECT_TRUE(a->IsDeleted());
@@ -190,19 +194,21 @@ TEST_P(ClientE2ETest, AllocateMakeTupleAndDelete) {
 }
 
 TEST_P(ClientE2ETest, CopyToDevice) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
   Literal literal = S32({2, 2}, {11, -22, 33, -44});
-  std::unique_ptr<TpuBuffer> src = Upload(client, literal, 0);
+  std::unique_ptr<client::TpuBuffer> src = Upload(client, literal, 0);
   ASSERT_NE(src, nullptr);
 
-  absl::StatusOr<std::unique_ptr<TpuBuffer>> same = src->CopyToDevice(0);
+  absl::StatusOr<std::unique_ptr<client::TpuBuffer>> same =
+      src->CopyToDevice(0);
   ASSERT_TRUE(same.ok()) << same.status();
   EXPECT_EQ((*same)->device_buffer(), src->device_buffer());
 
-  std::vector<std::unique_ptr<TpuBuffer>> copies;
+  std::vector<std::unique_ptr<client::TpuBuffer>> copies;
   for (int d = 1; d < 8; ++d) {
-    absl::StatusOr<std::unique_ptr<TpuBuffer>> copy = src->CopyToDevice(d);
+    absl::StatusOr<std::unique_ptr<client::TpuBuffer>> copy =
+        src->CopyToDevice(d);
     ASSERT_TRUE(copy.ok()) << copy.status();
     EXPECT_EQ((*copy)->device()->id(), d);
     copies.push_back(*std::move(copy));
@@ -215,14 +221,14 @@ TEST_P(ClientE2ETest, CopyToDevice) {
     EXPECT_EQ(*back, literal);
   }
   // A copy of a copy, back to core 0.
-  absl::StatusOr<std::unique_ptr<TpuBuffer>> back_home =
+  absl::StatusOr<std::unique_ptr<client::TpuBuffer>> back_home =
       copies[6]->CopyToDevice(0);
   ASSERT_TRUE(back_home.ok());
   EXPECT_EQ(*(*back_home)->ToLiteral(), literal);
 
-  std::unique_ptr<TpuBuffer> tuple =
+  std::unique_ptr<client::TpuBuffer> tuple =
       Upload(client, Literal::Tuple({literal}), 0);
-  absl::StatusOr<std::unique_ptr<TpuBuffer>> tuple_copy =
+  absl::StatusOr<std::unique_ptr<client::TpuBuffer>> tuple_copy =
       tuple->CopyToDevice(1);
   EXPECT_EQ(tuple_copy.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(tuple_copy.status().message(),
@@ -230,25 +236,27 @@ TEST_P(ClientE2ETest, CopyToDevice) {
 }
 
 TEST_P(ClientE2ETest, Rejects64BitTypes) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
-  absl::StatusOr<std::unique_ptr<TpuBuffer>> buffer = TpuBuffer::FromLiteral(
-      Literal::FromVector<double>(xla::F64, {2}, {1.0, 2.0}), client, 0);
+  absl::StatusOr<std::unique_ptr<client::TpuBuffer>> buffer =
+      client::TpuBuffer::FromLiteral(
+          Literal::FromVector<double>(xla::F64, {2}, {1.0, 2.0}), client, 0);
   ASSERT_FALSE(buffer.ok());
   EXPECT_EQ(buffer.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(buffer.status().message(),
             "64-bit data types are not yet supported on the TPU driver API. "
             "Convert inputs to float32/int32 before using.");
-  buffer = TpuBuffer::FromLiteral(
+  buffer = client::TpuBuffer::FromLiteral(
       Literal::FromVector<int64_t>(xla::S64, {1}, {int64_t{5}}), client, 0);
   EXPECT_EQ(buffer.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_P(ClientE2ETest, MatmulBiasRelu) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
-  absl::StatusOr<std::unique_ptr<TpuExecutable>> executable =
-      TpuExecutable::Compile(ParseProgram(e2e::kMatmulBiasRelu), {}, client);
+  absl::StatusOr<std::unique_ptr<client::TpuExecutable>> executable =
+      client::TpuExecutable::Compile(ParseProgram(e2e::kMatmulBiasRelu), {},
+                                     client);
   ASSERT_TRUE(executable.ok()) << executable.status();
   EXPECT_EQ((*executable)->result_shape(), Shape::Array(xla::F32, {2, 4}));
 
@@ -264,11 +272,11 @@ TEST_P(ClientE2ETest, MatmulBiasRelu) {
       expected[i * 4 + j] = sum > 0 ? sum : 0;
     }
   }
-  std::unique_ptr<TpuBuffer> xb = Upload(client, F32({2, 3}, x));
-  std::unique_ptr<TpuBuffer> wb = Upload(client, F32({3, 4}, w));
-  std::unique_ptr<TpuBuffer> bb = Upload(client, F32({4}, b));
-  std::vector<TpuBuffer*> args = {xb.get(), wb.get(), bb.get()};
-  absl::StatusOr<std::vector<std::unique_ptr<TpuBuffer>>> result =
+  std::unique_ptr<client::TpuBuffer> xb = Upload(client, F32({2, 3}, x));
+  std::unique_ptr<client::TpuBuffer> wb = Upload(client, F32({3, 4}, w));
+  std::unique_ptr<client::TpuBuffer> bb = Upload(client, F32({4}, b));
+  std::vector<client::TpuBuffer*> args = {xb.get(), wb.get(), bb.get()};
+  absl::StatusOr<std::vector<std::unique_ptr<client::TpuBuffer>>> result =
       (*executable)->Execute(args);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->size(), 1u);
@@ -282,16 +290,16 @@ TEST_P(ClientE2ETest, MatmulBiasRelu) {
 }
 
 TEST_P(ClientE2ETest, TupleArgumentsAndResults) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
-  absl::StatusOr<std::unique_ptr<TpuExecutable>> executable =
-      TpuExecutable::Compile(ParseProgram(e2e::kTuples), {}, client);
+  absl::StatusOr<std::unique_ptr<client::TpuExecutable>> executable =
+      client::TpuExecutable::Compile(ParseProgram(e2e::kTuples), {}, client);
   ASSERT_TRUE(executable.ok()) << executable.status();
-  std::unique_ptr<TpuBuffer> t = Upload(
+  std::unique_ptr<client::TpuBuffer> t = Upload(
       client, Literal::Tuple({F32({2}, {1.5f, -0.0f}), S32({3}, {1, 2, 3})}));
-  std::unique_ptr<TpuBuffer> s = Upload(client, S32({}, {10}));
-  std::vector<TpuBuffer*> args = {t.get(), s.get()};
-  absl::StatusOr<std::vector<std::unique_ptr<TpuBuffer>>> result =
+  std::unique_ptr<client::TpuBuffer> s = Upload(client, S32({}, {10}));
+  std::vector<client::TpuBuffer*> args = {t.get(), s.get()};
+  absl::StatusOr<std::vector<std::unique_ptr<client::TpuBuffer>>> result =
       (*executable)->Execute(args);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->size(), 2u);
@@ -303,25 +311,25 @@ TEST_P(ClientE2ETest, TupleArgumentsAndResults) {
 }
 
 TEST_P(ClientE2ETest, EightReplicasWithPerReplicaInputs) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
-  CompileOptions options;
+  client::CompileOptions options;
   options.num_replicas = 8;
-  absl::StatusOr<std::unique_ptr<TpuExecutable>> executable =
-      TpuExecutable::Compile(ParseProgram(e2e::kTwiceXPlusOne), options,
-                             client);
+  absl::StatusOr<std::unique_ptr<client::TpuExecutable>> executable =
+      client::TpuExecutable::Compile(ParseProgram(e2e::kTwiceXPlusOne), options,
+                                     client);
   ASSERT_TRUE(executable.ok()) << executable.status();
   ASSERT_EQ((*executable)->local_devices().size(), 8u);
 
-  std::vector<std::unique_ptr<TpuBuffer>> inputs;
-  std::vector<std::vector<TpuBuffer*>> args;
+  std::vector<std::unique_ptr<client::TpuBuffer>> inputs;
+  std::vector<std::vector<client::TpuBuffer*>> args;
   for (int r = 0; r < 8; ++r) {
     inputs.push_back(Upload(
         client, F32({4}, {float(r), -float(r), r * 0.5f, 100.0f + r}), r));
     args.push_back({inputs.back().get()});
   }
-  absl::StatusOr<std::vector<std::vector<std::unique_ptr<TpuBuffer>>>> results =
-      (*executable)->ExecutePerReplica(args);
+  absl::StatusOr<std::vector<std::vector<std::unique_ptr<client::TpuBuffer>>>>
+      results = (*executable)->ExecutePerReplica(args);
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), 8u);
   for (int r = 0; r < 8; ++r) {
@@ -342,10 +350,10 @@ TEST_P(ClientE2ETest, EightReplicasWithPerReplicaInputs) {
 }
 
 TEST_P(ClientE2ETest, ConcurrentExecutesOfOneProgram) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
-  auto executable =
-      TpuExecutable::Compile(ParseProgram(e2e::kTwiceXPlusOne), {}, client);
+  auto executable = client::TpuExecutable::Compile(
+      ParseProgram(e2e::kTwiceXPlusOne), {}, client);
   ASSERT_TRUE(executable.ok()) << executable.status();
   constexpr int kThreads = 8;
   constexpr int kRunsPerThread = 4;
@@ -355,13 +363,13 @@ TEST_P(ClientE2ETest, ConcurrentExecutesOfOneProgram) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kRunsPerThread; ++i) {
         const float v = t * 100.0f + i;
-        absl::StatusOr<std::unique_ptr<TpuBuffer>> input =
-            TpuBuffer::FromLiteral(F32({4}, {v, -v, 0, 1}), client, 0);
+        absl::StatusOr<std::unique_ptr<client::TpuBuffer>> input =
+            client::TpuBuffer::FromLiteral(F32({4}, {v, -v, 0, 1}), client, 0);
         if (!input.ok()) {
           failures[t] = input.status().ToString();
           return;
         }
-        std::vector<TpuBuffer*> args = {input->get()};
+        std::vector<client::TpuBuffer*> args = {input->get()};
         auto result = (*executable)->Execute(args);
         // The inputs may go before the results are read.
         input->reset();
@@ -384,13 +392,14 @@ TEST_P(ClientE2ETest, ConcurrentExecutesOfOneProgram) {
 }
 
 TEST_P(ClientE2ETest, ArgumentChecksHappenBeforeLaunch) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
-  auto executable =
-      TpuExecutable::Compile(ParseProgram(e2e::kTwiceXPlusOne), {}, client);
+  auto executable = client::TpuExecutable::Compile(
+      ParseProgram(e2e::kTwiceXPlusOne), {}, client);
   ASSERT_TRUE(executable.ok()) << executable.status();
-  std::unique_ptr<TpuBuffer> wrong = Upload(client, F32({3}, {1, 2, 3}));
-  std::vector<TpuBuffer*> args = {wrong.get()};
+  std::unique_ptr<client::TpuBuffer> wrong =
+      Upload(client, F32({3}, {1, 2, 3}));
+  std::vector<client::TpuBuffer*> args = {wrong.get()};
   auto result = (*executable)->Execute(args);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(result.status().message(),
@@ -400,12 +409,12 @@ TEST_P(ClientE2ETest, ArgumentChecksHappenBeforeLaunch) {
 }
 
 TEST_P(ClientE2ETest, CompileErrorsAreReported) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
   xla::HloModuleProto module = ParseProgram(e2e::kTwiceXPlusOne);
   // Point the root at an instruction that does not exist.
   module.mutable_computations(0)->set_root_id(987654);
-  auto executable = TpuExecutable::Compile(module, {}, client);
+  auto executable = client::TpuExecutable::Compile(module, {}, client);
   ASSERT_FALSE(executable.ok());
   EXPECT_NE(executable.status().code(), absl::StatusCode::kOk);
 }
@@ -413,19 +422,20 @@ TEST_P(ClientE2ETest, CompileErrorsAreReported) {
 TEST_P(ClientE2ETest, ExecuteDeadlineFiresWithTheReferenceMessage) {
   absl::Mutex mu;
   std::vector<std::string> warnings;
-  ClientOptions options;
+  client::ClientOptions options;
   options.execute_warn_interval = absl::Milliseconds(20);
   options.execute_max_time = absl::Milliseconds(200);
   options.warning_handler = [&](absl::string_view line) {
     absl::MutexLock lock(&mu);
     warnings.emplace_back(line);
   };
-  std::shared_ptr<TpuClient> client = Connect(options);
+  std::shared_ptr<client::TpuClient> client = Connect(options);
   ASSERT_NE(client, nullptr);
-  absl::StatusOr<std::unique_ptr<TpuExecutable>> executable =
-      TpuExecutable::Compile(ParseProgram(e2e::kSpinForever), {}, client);
+  absl::StatusOr<std::unique_ptr<client::TpuExecutable>> executable =
+      client::TpuExecutable::Compile(ParseProgram(e2e::kSpinForever), {},
+                                     client);
   ASSERT_TRUE(executable.ok()) << executable.status();
-  absl::StatusOr<std::vector<std::unique_ptr<TpuBuffer>>> result =
+  absl::StatusOr<std::vector<std::unique_ptr<client::TpuBuffer>>> result =
       (*executable)->Execute({});
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded);
@@ -464,11 +474,11 @@ int ClosedPort() {
 }
 
 TEST(ClientConnectTest, UnreachableAddressIsUnavailable) {
-  ClientOptions options;
+  client::ClientOptions options;
   options.connection_timeout = absl::Seconds(1);
   const std::string address = absl::StrCat("grpc://127.0.0.1:", ClosedPort());
-  absl::StatusOr<std::shared_ptr<TpuClient>> client =
-      TpuClient::Get(address, options);
+  absl::StatusOr<std::shared_ptr<client::TpuClient>> client =
+      client::TpuClient::Get(address, options);
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(absl::StrContains(client.status().message(), address))
@@ -476,8 +486,8 @@ TEST(ClientConnectTest, UnreachableAddressIsUnavailable) {
 }
 
 TEST(ClientConnectTest, UnknownSchemeIsInvalidArgument) {
-  absl::StatusOr<std::shared_ptr<TpuClient>> client =
-      TpuClient::Get("carrier-pigeon://tpu");
+  absl::StatusOr<std::shared_ptr<client::TpuClient>> client =
+      client::TpuClient::Get("carrier-pigeon://tpu");
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(client.status().message(), "carrier-pigeon"))

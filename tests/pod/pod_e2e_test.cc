@@ -84,7 +84,7 @@ Literal F32(std::vector<float> values) {
   return Literal::FromVector<float>(xla::F32, {n}, values);
 }
 
-absl::Status Await(const std::shared_ptr<Event>& event) {
+absl::Status Await(const std::shared_ptr<driver::Event>& event) {
   std::optional<absl::Status> status = event->AwaitWithTimeout(kBound);
   if (!status.has_value()) return absl::DeadlineExceededError("never done");
   return *status;
@@ -109,13 +109,13 @@ class PodE2ETest : public ::testing::Test {
   void SetUp() override { ASSERT_EQ(workers_->size(), 3u); }
 
   std::string Address() const { return PodAddress(*workers_); }
-  std::shared_ptr<TpuClient> Connect() {
-    auto client = TpuClient::Get(Address());
+  std::shared_ptr<client::TpuClient> Connect() {
+    auto client = client::TpuClient::Get(Address());
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? *client : nullptr;
   }
-  std::unique_ptr<TpuDriver> OpenDriver() {
-    auto driver = DriverRegistry::Open(Address());
+  std::unique_ptr<driver::TpuDriver> OpenDriver() {
+    auto driver = driver::DriverRegistry::Open(Address());
     EXPECT_TRUE(driver.ok()) << driver.status();
     return driver.ok() ? *std::move(driver) : nullptr;
   }
@@ -126,7 +126,7 @@ class PodE2ETest : public ::testing::Test {
 std::vector<std::unique_ptr<EmulatorProcess>>* PodE2ETest::workers_ = nullptr;
 
 TEST_F(PodE2ETest, ClientSeesEveryCoreOfEveryWorkerAsOneHost) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
   ASSERT_EQ(client->device_count(), 6);
   EXPECT_EQ(client->local_device_count(), 6);
@@ -144,11 +144,11 @@ TEST_F(PodE2ETest, ClientSeesEveryCoreOfEveryWorkerAsOneHost) {
 }
 
 TEST_F(PodE2ETest, BuffersRoundTripOnEveryCore) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
   for (int device = 0; device < 6; ++device) {
     Literal literal = F32({1.5f * device, -0.0f, 3e-39f, 1e30f + device});
-    auto buffer = TpuBuffer::FromLiteral(literal, client, device);
+    auto buffer = client::TpuBuffer::FromLiteral(literal, client, device);
     ASSERT_TRUE(buffer.ok()) << buffer.status();
     auto back = (*buffer)->ToLiteral();
     ASSERT_TRUE(back.ok()) << back.status();
@@ -157,10 +157,10 @@ TEST_F(PodE2ETest, BuffersRoundTripOnEveryCore) {
 }
 
 TEST_F(PodE2ETest, CopiesInsideAWorkerAndAcrossWorkers) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
   Literal literal = F32({1, -2, 3.25f, 1e-40f});
-  auto src = TpuBuffer::FromLiteral(literal, client, 2);
+  auto src = client::TpuBuffer::FromLiteral(literal, client, 2);
   ASSERT_TRUE(src.ok()) << src.status();
   for (int target : {3, 0, 5}) {  // Same worker, then the two others.
     auto copy = (*src)->CopyToDevice(target);
@@ -173,20 +173,20 @@ TEST_F(PodE2ETest, CopiesInsideAWorkerAndAcrossWorkers) {
 }
 
 TEST_F(PodE2ETest, CompileOnceAndRunReplicasOnEveryWorker) {
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
   auto module = hlo::ParseHloModule(kTwiceXPlusOne);
   ASSERT_TRUE(module.ok()) << module.status();
-  CompileOptions options;
+  client::CompileOptions options;
   options.num_replicas = 6;
-  auto executable = TpuExecutable::Compile(*module, options, client);
+  auto executable = client::TpuExecutable::Compile(*module, options, client);
   ASSERT_TRUE(executable.ok()) << executable.status();
-  std::vector<std::unique_ptr<TpuBuffer>> inputs;
-  std::vector<std::vector<TpuBuffer*>> arguments;
+  std::vector<std::unique_ptr<client::TpuBuffer>> inputs;
+  std::vector<std::vector<client::TpuBuffer*>> arguments;
   for (int r = 0; r < 6; ++r) {
     const int device = (*executable)->local_devices()[r]->id();
-    auto input = TpuBuffer::FromLiteral(F32({float(r), -1.0f * r, 0.5f, 10}),
-                                        client, device);
+    auto input = client::TpuBuffer::FromLiteral(
+        F32({float(r), -1.0f * r, 0.5f, 10}), client, device);
     ASSERT_TRUE(input.ok()) << input.status();
     inputs.push_back(*std::move(input));
     arguments.push_back({inputs.back().get()});
@@ -219,9 +219,9 @@ TEST_F(PodE2ETest, FailuresPropagateToDependentsNamingTheWorker) {
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("(Allocate), which failed"));
   // The client sees the same failure.
-  std::shared_ptr<TpuClient> client = Connect();
+  std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
-  auto too_big = TpuBuffer::AllocateBuffer(
+  auto too_big = client::TpuBuffer::AllocateBuffer(
       Shape::Array(xla::F32, {int64_t{32} << 20}), client, 4);
   if (too_big.ok())
     status = (*too_big)->BlockHostUntilReady();
@@ -237,7 +237,7 @@ TEST(PodE2ESliceTest, SliceHostsAreDeduplicatedAndServeTheirCores) {
   // Listed in reverse host order: chips still go to the host serving them.
   const std::string address = absl::StrCat("grpc+pod://", workers[1]->address(),
                                            ",", workers[0]->address());
-  auto driver = DriverRegistry::Open(address);
+  auto driver = driver::DriverRegistry::Open(address);
   ASSERT_TRUE(driver.ok()) << driver.status();
   auto info = (*driver)->QuerySystemInfo();
   ASSERT_TRUE(info.ok()) << info.status();
@@ -246,21 +246,21 @@ TEST(PodE2ESliceTest, SliceHostsAreDeduplicatedAndServeTheirCores) {
   EXPECT_EQ(info->host_count(), 1);
   driver->reset();
 
-  auto client = TpuClient::Get(address);
+  auto client = client::TpuClient::Get(address);
   ASSERT_TRUE(client.ok()) << client.status();
   ASSERT_EQ((*client)->device_count(), 4);
   auto module = hlo::ParseHloModule(kTwiceXPlusOne);
   ASSERT_TRUE(module.ok());
-  CompileOptions options;
+  client::CompileOptions options;
   options.num_replicas = 4;
-  auto executable = TpuExecutable::Compile(*module, options, *client);
+  auto executable = client::TpuExecutable::Compile(*module, options, *client);
   ASSERT_TRUE(executable.ok()) << executable.status();
-  std::vector<std::unique_ptr<TpuBuffer>> inputs;
-  std::vector<std::vector<TpuBuffer*>> arguments;
+  std::vector<std::unique_ptr<client::TpuBuffer>> inputs;
+  std::vector<std::vector<client::TpuBuffer*>> arguments;
   for (int r = 0; r < 4; ++r) {
     auto input =
-        TpuBuffer::FromLiteral(F32({float(r), 1, 2, 3}), *client,
-                               (*executable)->local_devices()[r]->id());
+        client::TpuBuffer::FromLiteral(F32({float(r), 1, 2, 3}), *client,
+                                       (*executable)->local_devices()[r]->id());
     ASSERT_TRUE(input.ok()) << input.status();
     inputs.push_back(*std::move(input));
     arguments.push_back({inputs.back().get()});
@@ -277,11 +277,11 @@ TEST(PodE2EKillTest, KilledWorkerFailsItsOperationsWhileOthersKeepWorking) {
   auto workers = StartWorkers("kill", 3, {"--chips=1", "--cores_per_chip=2"});
   ASSERT_EQ(workers.size(), 3u);
   const std::string address = PodAddress(workers);
-  auto opened = DriverRegistry::Open(address);
+  auto opened = driver::DriverRegistry::Open(address);
   ASSERT_TRUE(opened.ok()) << opened.status();
-  std::unique_ptr<TpuDriver> driver = *std::move(opened);
+  std::unique_ptr<driver::TpuDriver> driver = *std::move(opened);
   // One buffer per core, written.
-  std::vector<std::unique_ptr<BufferHandle>> buffers;
+  std::vector<std::unique_ptr<driver::BufferHandle>> buffers;
   std::vector<float> data = {1, 2, 3, 4};
   for (int core = 0; core < 6; ++core) {
     buffers.push_back(driver->Allocate(core, HBM, 16, {}));
@@ -291,7 +291,7 @@ TEST(PodE2EKillTest, KilledWorkerFailsItsOperationsWhileOthersKeepWorking) {
   }
   // Work in flight on worker 2 (cores 4, 5) when it dies.
   std::vector<std::vector<float>> reads(40, std::vector<float>(4));
-  std::vector<std::shared_ptr<Event>> in_flight;
+  std::vector<std::shared_ptr<driver::Event>> in_flight;
   for (int i = 0; i < 40; ++i) {
     in_flight.push_back(driver->TransferFromDevice(buffers[4 + i % 2].get(),
                                                    reads[i].data(), {}));

@@ -19,8 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "emulator/test_programs.h"
-#include "emulator/test_requests.h"
+#include "emulator/worker/test_programs.h"
+#include "emulator/worker/test_requests.h"
 #include "gtest/gtest.h"
 #include "hlo/shape.h"
 #include "tests/protocol/protocol_client.h"
@@ -30,7 +30,7 @@ extern char** environ;
 namespace tpu {
 namespace {
 
-using namespace test_requests;  // NOLINT
+using namespace emulator::test_requests;  // NOLINT
 
 std::string BinaryPath() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
@@ -146,7 +146,7 @@ TEST(BinaryTest, ServesEndToEndAndShutsDownOnSigterm) {
             AllocShape(Id(c, 3), 1, f32),
             TransferTo(Id(c, 4), Id(c, 1), F32Bytes({1, 2, 3, 4})),
             TransferTo(Id(c, 5), Id(c, 2), F32Bytes({0.5f, 0.5f, -3, 100}))});
-    s.Send({Compile(Id(c, 6), test_programs::AddF32(4)),
+    s.Send({Compile(Id(c, 6), emulator::test_programs::AddF32(4)),
             Load(Id(c, 7), 1, Id(c, 6)),
             Execute(Id(c, 8), Id(c, 7), {Id(c, 1), Id(c, 2)}, {Id(c, 3)}, 1,
                     {Id(c, 4), Id(c, 5)}),

@@ -9,23 +9,23 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "emulator/server.h"
-#include "emulator/test_requests.h"
+#include "emulator/service/server.h"
+#include "emulator/worker/test_requests.h"
 #include "gtest/gtest.h"
 #include "tests/protocol/protocol_client.h"
 
 namespace tpu {
 namespace {
 
-using namespace test_requests;  // NOLINT
+using namespace emulator::test_requests;  // NOLINT
 
 class CredentialsTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CredentialsTest, LocalTcpCredentialsWorkOnTheInsecurePort) {
-  ServerOptions options;
+  emulator::ServerOptions options;
   options.port = 0;
   options.worker.hbm_bytes_per_core = 1 << 20;
-  auto server = Server::Start(options);
+  auto server = emulator::Server::Start(options);
   ASSERT_TRUE(server.ok()) << server.status();
   const std::string address = absl::StrCat(GetParam(), ":", (*server)->port());
   auto stub = NewStub(address, grpc::experimental::LocalCredentials(LOCAL_TCP));

@@ -10,9 +10,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "emulator/server.h"
-#include "emulator/test_programs.h"
-#include "emulator/test_requests.h"
+#include "emulator/service/server.h"
+#include "emulator/worker/test_programs.h"
+#include "emulator/worker/test_requests.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 #include "hlo/shape.h"
@@ -21,7 +21,8 @@
 namespace tpu {
 namespace {
 
-using namespace test_requests;  // NOLINT: builders read best unqualified
+using namespace emulator::test_requests;  // NOLINT: builders read best
+                                          // unqualified
 using absl::StatusCode;
 
 constexpr int64_t kHbm = int64_t{256} << 20;
@@ -31,12 +32,12 @@ int C(StatusCode code) { return static_cast<int>(code); }
 class ProtocolTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ServerOptions options;
+    emulator::ServerOptions options;
     options.port = 0;
     options.worker.hbm_bytes_per_core = kHbm;
     options.worker.unknown_handle_wait_ms = 300;
     options.worker.compute_threads = 1;
-    auto server = Server::Start(options);
+    auto server = emulator::Server::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     stub_ = NewStub(server_->address());
@@ -102,7 +103,7 @@ class ProtocolTest : public ::testing::Test {
     return *streams_.back();
   }
 
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<emulator::Server> server_;
   std::unique_ptr<tpu_driver::CloudTpuDriver::Stub> stub_;
   std::vector<std::unique_ptr<ProtocolStream>> streams_;
 };
@@ -200,7 +201,7 @@ TEST_F(ProtocolTest, ErrorsHaveExactCodes) {
       bad_shape,                            // negative dimension
       AllocBytes(Id(c, 9), 0, -4),          // negative size
       AllocBytes(Id(c, 10), 0, INT64_MAX),  // huge size
-      Compile(Id(c, 11), test_programs::UnknownOpcode()),
+      Compile(Id(c, 11), emulator::test_programs::UnknownOpcode()),
       Compile(Id(c, 12), xla::HloProto()),      // no module at all
       TransferTo(Id(c, 13), Id(c, 7), "abcd"),  // failed dependency
   });
@@ -423,7 +424,7 @@ TEST_F(ProtocolTest, AllocTransferCompileLoadExecuteTransferBack) {
   const Shape f32 = Shape::Array(xla::F32, {4});
   // Compile on core 0's stream, load and execute on core 6's, as the real
   // client does.
-  core0.Send({Compile(Id(c, 1), test_programs::AddF32(4))});
+  core0.Send({Compile(Id(c, 1), emulator::test_programs::AddF32(4))});
   core6.Send({AllocShape(Id(c, 2), 6, f32), AllocShape(Id(c, 3), 6, f32),
               AllocShape(Id(c, 4), 6, f32),
               TransferTo(Id(c, 5), Id(c, 2), F32Bytes({1, -2, 3.25f, 1e30f})),
@@ -447,7 +448,7 @@ TEST_F(ProtocolTest, AllocTransferCompileLoadExecuteTransferBack) {
 TEST_F(ProtocolTest, ExecuteWithWrongShapeIsInvalidArgument) {
   const uint32_t c = Open();
   ProtocolStream& s = NewStream();
-  s.Send({Compile(Id(c, 1), test_programs::AddF32(4)),
+  s.Send({Compile(Id(c, 1), emulator::test_programs::AddF32(4)),
           Load(Id(c, 2), 0, Id(c, 1)),
           AllocShape(Id(c, 3), 0, Shape::Array(xla::F32, {4})),
           AllocShape(Id(c, 4), 0, Shape::Array(xla::F32, {5})),
@@ -462,7 +463,7 @@ TEST_F(ProtocolTest, CloseAndResetReleaseAHeldProgram) {
     const uint32_t c = Open();
     ProtocolStream& s = NewStream();
     const Shape s32 = Shape::Scalar(xla::S32);
-    s.Send({Compile(Id(c, 1), test_programs::InfiniteLoop()),
+    s.Send({Compile(Id(c, 1), emulator::test_programs::InfiniteLoop()),
             Load(Id(c, 2), 7, Id(c, 1)), AllocShape(Id(c, 3), 7, s32),
             Execute(Id(c, 4), Id(c, 2), {Id(c, 3)}, {Id(c, 3)}, 7)});
     ASSERT_EQ(s.Code(Id(c, 2)), 0);

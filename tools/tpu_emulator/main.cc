@@ -25,7 +25,7 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "emulator/server.h"
+#include "emulator/service/server.h"
 #include "hlo/host_memory.h"
 
 ABSL_FLAG(int, port, 8470, "Port to listen on; 0 picks a free port.");
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  tpu::ServerOptions options;
+  tpu::emulator::ServerOptions options;
   options.port = absl::GetFlag(FLAGS_port);
   options.bind = absl::GetFlag(FLAGS_bind);
   options.worker.chips = absl::GetFlag(FLAGS_chips);
@@ -118,8 +118,8 @@ int main(int argc, char** argv) {
   options.worker.unknown_handle_wait_ms =
       absl::GetFlag(FLAGS_unknown_handle_wait_ms);
 
-  absl::StatusOr<std::unique_ptr<tpu::Server>> server =
-      tpu::Server::Start(options);
+  absl::StatusOr<std::unique_ptr<tpu::emulator::Server>> server =
+      tpu::emulator::Server::Start(options);
   if (!server.ok()) return Fail(server.status().ToString());
 
   const std::string port_file = absl::GetFlag(FLAGS_port_file);

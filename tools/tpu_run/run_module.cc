@@ -140,8 +140,8 @@ absl::Status RunModule(const RunOptions& options, std::ostream& out) {
   if (!module.ok()) return module.status();
   if (options.dump_hlo) out << hlo::PrintHloModule(*module);
 
-  absl::StatusOr<std::shared_ptr<TpuClient>> client =
-      TpuClient::Get(options.target, options.client_options);
+  absl::StatusOr<std::shared_ptr<client::TpuClient>> client =
+      client::TpuClient::Get(options.target, options.client_options);
   if (!client.ok()) return client.status();  // names the address
   if ((*client)->local_device_count() < options.replicas) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -149,10 +149,10 @@ absl::Status RunModule(const RunOptions& options, std::ostream& out) {
         options.target, (*client)->local_device_count()));
   }
 
-  CompileOptions compile_options;
+  client::CompileOptions compile_options;
   compile_options.num_replicas = options.replicas;
-  absl::StatusOr<std::unique_ptr<TpuExecutable>> executable =
-      TpuExecutable::Compile(*module, compile_options, *client);
+  absl::StatusOr<std::unique_ptr<client::TpuExecutable>> executable =
+      client::TpuExecutable::Compile(*module, compile_options, *client);
   if (!executable.ok()) {
     return Annotate(executable.status(),
                     absl::StrCat("compiling ", options.module_path));
@@ -168,15 +168,17 @@ absl::Status RunModule(const RunOptions& options, std::ostream& out) {
 
   // Buffers per replica; replica r runs on the executable's local device r.
   const auto& devices = (*executable)->local_devices();
-  std::vector<std::vector<std::unique_ptr<TpuBuffer>>> owned(devices.size());
-  std::vector<std::vector<TpuBuffer*>> arguments(devices.size());
+  std::vector<std::vector<std::unique_ptr<client::TpuBuffer>>> owned(
+      devices.size());
+  std::vector<std::vector<client::TpuBuffer*>> arguments(devices.size());
   for (size_t r = 0; r < devices.size(); ++r) {
     absl::StatusOr<std::vector<Literal>> literals =
         LoadArguments(options, parameters, static_cast<int>(r));
     if (!literals.ok()) return literals.status();
     for (size_t i = 0; i < literals->size(); ++i) {
-      absl::StatusOr<std::unique_ptr<TpuBuffer>> buffer =
-          TpuBuffer::FromLiteral((*literals)[i], *client, devices[r]->id());
+      absl::StatusOr<std::unique_ptr<client::TpuBuffer>> buffer =
+          client::TpuBuffer::FromLiteral((*literals)[i], *client,
+                                         devices[r]->id());
       if (!buffer.ok()) {
         return Annotate(buffer.status(),
                         absl::StrFormat("replica %d argument %d", r, i));
@@ -186,14 +188,14 @@ absl::Status RunModule(const RunOptions& options, std::ostream& out) {
     }
   }
 
-  std::vector<std::vector<std::unique_ptr<TpuBuffer>>> results;
+  std::vector<std::vector<std::unique_ptr<client::TpuBuffer>>> results;
   if (devices.size() == 1) {
-    absl::StatusOr<std::vector<std::unique_ptr<TpuBuffer>>> result =
+    absl::StatusOr<std::vector<std::unique_ptr<client::TpuBuffer>>> result =
         (*executable)->Execute(arguments[0]);
     if (!result.ok()) return Annotate(result.status(), "execution failed");
     results.push_back(*std::move(result));
   } else {
-    absl::StatusOr<std::vector<std::vector<std::unique_ptr<TpuBuffer>>>>
+    absl::StatusOr<std::vector<std::vector<std::unique_ptr<client::TpuBuffer>>>>
         result = (*executable)->ExecutePerReplica(arguments);
     if (!result.ok()) return Annotate(result.status(), "execution failed");
     results = *std::move(result);

@@ -43,7 +43,7 @@ struct RunOptions {
   // Print the module to `out` before running it.
   bool dump_hlo = false;
   // Deadlines and connection timeout.
-  ClientOptions client_options;
+  client::ClientOptions client_options;
 };
 
 // Runs the module. Every failure is a status whose message names the file,

@@ -11,7 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace testing {
 namespace {
 
@@ -681,4 +681,4 @@ xla::HloProto FakeProgram(const std::string& name, int64_t bytes) {
 }
 
 }  // namespace testing
-}  // namespace tpu
+}  // namespace tpu::driver

@@ -35,7 +35,7 @@
 #include "driver/pod/pod_driver.h"
 #include "driver/tpu_driver.h"
 
-namespace tpu {
+namespace tpu::driver {
 namespace testing {
 
 struct FakeWorkerOptions {
@@ -116,6 +116,6 @@ class FakeCluster {
 xla::HloProto FakeProgram(const std::string& name, int64_t bytes);
 
 }  // namespace testing
-}  // namespace tpu
+}  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_POD_TESTING_FAKE_DRIVER_H_

@@ -1,0 +1,84 @@
+#include "emulator/service/server.h"
+
+#include <climits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "emulator/service/service.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/security/server_credentials.h"
+
+namespace tpu::emulator {
+
+std::string JoinHostPort(const std::string& host, int port) {
+  if (absl::StrContains(host, ":") && !absl::StartsWith(host, "[")) {
+    return absl::StrCat("[", host, "]:", port);
+  }
+  return absl::StrCat(host, ":", port);
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(
+    const ServerOptions& options) {
+  if (options.port < 0 || options.port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Invalid port ", options.port, ": use 0 (pick a free one) to 65535."));
+  }
+  if (options.bind.empty()) {
+    return absl::InvalidArgumentError("The bind address is empty.");
+  }
+  absl::StatusOr<std::unique_ptr<Worker>> worker =
+      Worker::Create(options.worker);
+  if (!worker.ok()) return worker.status();
+
+  std::unique_ptr<Server> server(new Server());
+  server->bind_ = options.bind;
+  server->worker_ = *std::move(worker);
+  server->service_ =
+      std::make_unique<CloudTpuDriverService>(server->worker_.get());
+
+  grpc::ServerBuilder builder;
+  const std::string address = JoinHostPort(options.bind, options.port);
+  int selected_port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
+                           &selected_port);
+  builder.RegisterService(server->service_.get());
+  builder.SetMaxReceiveMessageSize(INT_MAX);
+  builder.SetMaxSendMessageSize(INT_MAX);
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || selected_port == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "Cannot listen on ", address,
+        ": the address is not local or the port is in use. Pick another "
+        "--bind/--port (--port=0 picks a free port)."));
+  }
+  server->port_ = selected_port;
+  return server;
+}
+
+std::string Server::address() const { return JoinHostPort(bind_, port_); }
+
+void Server::Shutdown(absl::Duration grace) {
+  // Held throughout: a concurrent caller returns once shutdown is complete.
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_ || server_ == nullptr) return;
+  shut_down_ = true;
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server_->Wait();
+}
+
+Server::~Server() {
+  Shutdown();
+  server_.reset();
+  service_.reset();
+  worker_.reset();
+}
+
+}  // namespace tpu::emulator

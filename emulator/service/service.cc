@@ -1,0 +1,225 @@
+#include "emulator/service/service.h"
+
+#include <deque>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "emulator/service/stream_codec.h"
+#include "emulator/worker/response_sink.h"
+
+namespace tpu::emulator {
+namespace {
+
+// Queued responses are merged into one message up to this size.
+constexpr size_t kMaxMergedBytes = size_t{64} << 20;
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+class StreamReactor
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  explicit StreamReactor(Worker* worker) {
+    stream_ =
+        worker->OpenStream([this](const tpu_driver::StreamResponse& response,
+                                  const TransferData& transfer_data) {
+          Enqueue(EncodeStreamResponse(response, transfer_data));
+        });
+    StartRead(&read_buffer_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // The client half-closed (or the call broke: OnCancel handles that).
+      // End the call once everything it sent was answered.
+      stream_->FinishAsync([this] { OnDrained(); });
+      return;
+    }
+    tpu_driver::StreamRequest request;
+    TransferData transfer_data;
+    if (DecodeStreamRequest(read_buffer_, &request, &transfer_data)) {
+      read_buffer_.Clear();  // Everything needed was copied out of it.
+      stream_->Submit(request, transfer_data);
+    } else {
+      tpu_driver::StreamResponse error;
+      *error.add_entry() = *MakeResponseEntry(
+          0, absl::InvalidArgumentError(
+                 "A StreamRequest message could not be parsed; its entries "
+                 "were dropped."));
+      Enqueue(EncodeStreamResponse(error, TransferData()));
+    }
+    read_buffer_.Clear();
+    StartRead(&read_buffer_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    grpc::ByteBuffer* next = nullptr;
+    bool finish = false;
+    grpc::Status status;
+    {
+      absl::MutexLock lock(&mu_);
+      in_flight_.reset();
+      if (!ok) broken_ = true;
+      if (!broken_ && !queue_.empty()) {
+        in_flight_ = TakeMergedLocked();
+        next = in_flight_.get();
+      } else {
+        writing_ = false;
+        finish = ShouldFinishLocked(&status);
+      }
+    }
+    if (next != nullptr) StartWrite(next);
+    if (finish) Finish(status);
+  }
+
+  void OnCancel() override {
+    // The transport broke (or the client cancelled): its clients are gone.
+    stream_->Abort();
+    bool finish;
+    grpc::Status status;
+    {
+      absl::MutexLock lock(&mu_);
+      broken_ = true;
+      drained_ = true;
+      final_status_ = grpc::Status::CANCELLED;
+      finish = ShouldFinishLocked(&status);
+    }
+    if (finish) Finish(status);
+  }
+
+  void OnDone() override {
+    // No worker callbacks run after this: destroying the stream detaches it.
+    stream_.reset();
+    delete this;
+  }
+
+ private:
+  // Called with responses from worker threads, one call at a time.
+  void Enqueue(grpc::ByteBuffer message) {
+    auto bytes = std::make_unique<grpc::ByteBuffer>();
+    bytes->Swap(&message);
+    grpc::ByteBuffer* next = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finish_called_ || broken_) return;
+      queue_.push_back(std::move(bytes));
+      if (writing_) return;  // OnWriteDone picks it up
+      writing_ = true;
+      in_flight_ = TakeMergedLocked();
+      next = in_flight_.get();
+    }
+    StartWrite(next);
+  }
+
+  void OnDrained() {
+    bool finish;
+    grpc::Status status;
+    {
+      absl::MutexLock lock(&mu_);
+      drained_ = true;
+      finish = ShouldFinishLocked(&status);
+    }
+    if (finish) Finish(status);
+  }
+
+  // Claims the one call to Finish, once nothing is being written and every
+  // response went out (or the call broke).
+  bool ShouldFinishLocked(grpc::Status* status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finish_called_ || writing_ || !drained_) return false;
+    if (!broken_ && !queue_.empty()) return false;
+    finish_called_ = true;
+    *status = final_status_;
+    return true;
+  }
+
+  // Concatenates queued responses (up to kMaxMergedBytes) into one message.
+  std::unique_ptr<grpc::ByteBuffer> TakeMergedLocked()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (queue_.size() == 1) {
+      auto only = std::move(queue_.front());
+      queue_.pop_front();
+      return only;
+    }
+    std::vector<grpc::Slice> slices;
+    size_t bytes = 0;
+    while (!queue_.empty()) {
+      const size_t next = queue_.front()->Length();
+      if (!slices.empty() && bytes + next > kMaxMergedBytes) break;
+      std::vector<grpc::Slice> parts;
+      (void)queue_.front()->Dump(&parts);
+      for (auto& p : parts) slices.push_back(std::move(p));
+      bytes += next;
+      queue_.pop_front();
+    }
+    return std::make_unique<grpc::ByteBuffer>(slices.data(), slices.size());
+  }
+
+  std::unique_ptr<WorkerStream> stream_;
+  grpc::ByteBuffer read_buffer_;
+
+  absl::Mutex mu_;
+  std::deque<std::unique_ptr<grpc::ByteBuffer>> queue_ ABSL_GUARDED_BY(mu_);
+  // The message being written; gRPC reads it until OnWriteDone.
+  std::unique_ptr<grpc::ByteBuffer> in_flight_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool drained_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status final_status_ ABSL_GUARDED_BY(mu_) = grpc::Status::OK;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* CloudTpuDriverService::Open(
+    grpc::CallbackServerContext* context,
+    const tpu_driver::OpenRequest* request,
+    tpu_driver::OpenResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  absl::StatusOr<tpu_driver::OpenResponse> result = worker_->Open(*request);
+  if (result.ok()) *response = *std::move(result);
+  reactor->Finish(ToGrpc(result.status()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CloudTpuDriverService::Close(
+    grpc::CallbackServerContext* context,
+    const tpu_driver::CloseRequest* request,
+    tpu_driver::CloseResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpc(worker_->Close(*request)));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CloudTpuDriverService::Reset(
+    grpc::CallbackServerContext* context,
+    const tpu_driver::ResetRequest* request,
+    tpu_driver::ResetResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpc(worker_->Reset(*request)));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CloudTpuDriverService::QuerySystemInfo(
+    grpc::CallbackServerContext* context,
+    const tpu_driver::QuerySystemInfoRequest* request,
+    tpu_driver::QuerySystemInfoResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  auto result = worker_->QuerySystemInfo(*request);
+  if (result.ok()) *response = *std::move(result);
+  reactor->Finish(ToGrpc(result.status()));
+  return reactor;
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
+CloudTpuDriverService::StreamExecute(grpc::CallbackServerContext* context) {
+  return new StreamReactor(worker_);
+}
+
+}  // namespace tpu::emulator

@@ -1,0 +1,80 @@
+#include "emulator/service/stream_codec.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "proto/wire_slices.h"
+
+namespace tpu::emulator {
+namespace {
+
+constexpr uint32_t kRequestEntry = 30;   // StreamRequest.entry
+constexpr uint32_t kResponseEntry = 20;  // StreamResponse.entry
+// transfer_to.data (fields 4 and 2) and transfer_from.data (3 and 2).
+constexpr NestedBytes kTransferToData = {4, 2};
+constexpr NestedBytes kTransferFromData = {3, 2};
+
+// Payloads smaller than this are copied into the framing text: a slice of
+// their own costs more than the copy.
+constexpr size_t kMinReferencedBytes = 16 << 10;
+
+void ReleasePayload(void* holder) {
+  delete static_cast<std::shared_ptr<AlignedBuffer>*>(holder);
+}
+
+}  // namespace
+
+bool DecodeStreamRequest(const grpc::ByteBuffer& buffer,
+                         tpu_driver::StreamRequest* request,
+                         TransferData* transfer_data) {
+  request->Clear();
+  transfer_data->clear();
+  SliceReader reader;
+  if (!SliceReader::FromByteBuffer(buffer, &reader)) return false;
+  std::string bytes;
+  return ForEachMessageField(
+      reader, kRequestEntry, [&](size_t begin, size_t end) {
+        NestedBytesAt data;
+        if (!FindNestedBytes(reader, begin, end, kTransferToData, &data)) {
+          return false;
+        }
+        bytes.clear();
+        if (data.found) {
+          AppendWithoutNestedBytes(reader, begin, end, data, &bytes);
+          auto payload =
+              AlignedBuffer::Allocate(static_cast<int64_t>(data.size));
+          reader.Copy(data.offset, data.size, payload->data());
+          transfer_data->resize(request->entry_size() + 1);
+          transfer_data->back() = std::move(payload);
+        } else {
+          reader.AppendTo(begin, end - begin, &bytes);
+        }
+        return request->add_entry()->ParsePartialFromString(bytes);
+      });
+}
+
+grpc::ByteBuffer EncodeStreamResponse(
+    const tpu_driver::StreamResponse& response,
+    const TransferData& transfer_data) {
+  SliceWriter writer;
+  for (int i = 0; i < response.entry_size(); ++i) {
+    const std::shared_ptr<AlignedBuffer>& payload = PayloadOf(transfer_data, i);
+    const size_t payload_size = payload == nullptr ? 0 : payload->size();
+    AppendFieldUpToPayload(kResponseEntry, response.entry(i), kTransferFromData,
+                           payload == nullptr ? nullptr : &payload_size,
+                           writer.text());
+    if (payload == nullptr) continue;
+    if (payload_size < kMinReferencedBytes) {
+      writer.text()->append(static_cast<const char*>(payload->data()),
+                            payload_size);
+    } else {
+      writer.AddSlice(grpc::Slice(payload->data(), payload_size,
+                                  &ReleasePayload,
+                                  new std::shared_ptr<AlignedBuffer>(payload)));
+    }
+  }
+  return writer.Finish();
+}
+
+}  // namespace tpu::emulator

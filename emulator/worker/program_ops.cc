@@ -1,0 +1,298 @@
+// Program operations: compile, load, unload and execute.
+
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "emulator/interpreter/executable.h"
+#include "emulator/worker/device_buffer.h"
+#include "emulator/worker/op_common.h"
+#include "hlo/literal.h"
+#include "hlo/shape.h"
+#include "proto/hlo.pb.h"
+
+namespace tpu::emulator {
+namespace {
+
+// Replicas one program may be compiled for.
+constexpr int64_t kMaxReplicas = 65536;
+
+absl::StatusOr<std::shared_ptr<CompiledProgram>> MakeCompiledProgram(
+    std::unique_ptr<interpreter::Executable> executable, int num_replicas) {
+  auto program = std::make_shared<CompiledProgram>();
+  const xla::ProgramShapeProto& shape = executable->program_shape();
+  for (const xla::ShapeProto& parameter : shape.parameters()) {
+    absl::StatusOr<Shape> parsed = Shape::FromProto(parameter);
+    if (!parsed.ok()) return parsed.status();
+    program->parameter_shapes.push_back(*std::move(parsed));
+  }
+  absl::StatusOr<Shape> result = Shape::FromProto(shape.result());
+  if (!result.ok()) return result.status();
+  program->result_shape = *std::move(result);
+  program->num_replicas = num_replicas;
+  program->executable = std::move(executable);
+  return program;
+}
+
+// The replica (and partition) that `core_id` runs in `assignment`.
+absl::Status ResolveReplica(const std::string& role,
+                            const xla::DeviceAssignmentProto* assignment,
+                            int core_id, int num_replicas,
+                            interpreter::ExecutionContext* context) {
+  context->replica_id = 0;
+  context->partition_id = 0;
+  if (assignment == nullptr) {
+    if (num_replicas == 1) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        role, ": the program was compiled for ", num_replicas,
+        " replicas; execute needs a device_assignment to place this core."));
+  }
+  for (int c = 0; c < assignment->computation_devices_size(); ++c) {
+    const auto& devices = assignment->computation_devices(c);
+    if (devices.replica_device_ids_size() != num_replicas) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(role, ": device_assignment computation ", c, " lists ",
+                       devices.replica_device_ids_size(),
+                       " replica devices but the program was compiled for ",
+                       num_replicas, " replicas."));
+    }
+    for (int r = 0; r < devices.replica_device_ids_size(); ++r) {
+      if (devices.replica_device_ids(r) == core_id) {
+        context->replica_id = r;
+        context->partition_id = c;
+        return absl::OkStatus();
+      }
+    }
+  }
+  // A single-replica program runs as replica 0 wherever it is; a layer that
+  // renumbers cores (e.g. a pod driver) need not rewrite its assignment.
+  if (num_replicas == 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(role, ": core ", core_id,
+                   " does not appear in the device_assignment, so its replica "
+                   "id is unknown."));
+}
+
+}  // namespace
+
+absl::StatusOr<BuiltOp> BuildCompile(
+    const OpContext& ctx, const tpu_driver::CompileRequest& request) {
+  const std::string role = absl::StrCat(ctx.Name(), " compile");
+  if (!request.hlo_program().has_hlo_module()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(role, ": hlo_program has no hlo_module."));
+  }
+  int64_t num_replicas =
+      request.has_num_replicas() ? request.num_replicas() : 1;
+  if (num_replicas < 1 || num_replicas > kMaxReplicas) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(role, ": num_replicas is ", num_replicas,
+                     "; it must be in [1, ", kMaxReplicas, "]."));
+  }
+  auto module =
+      std::make_shared<xla::HloModuleProto>(request.hlo_program().hlo_module());
+  BuiltOp op;
+  op.body = [ctx, role, module = std::move(module),
+             replicas = static_cast<int>(num_replicas)]() {
+    ctx.worker->pool->Schedule([ctx, role, module, replicas]() {
+      interpreter::CompileOptions options;
+      options.num_replicas = replicas;
+      options.tpu_numerics = ctx.worker->options.tpu_numerics;
+      absl::StatusOr<std::unique_ptr<interpreter::Executable>> executable =
+          interpreter::Executable::Compile(*module, options);
+      if (!executable.ok()) {
+        return ctx.Finish(absl::Status(
+            executable.status().code(),
+            absl::StrCat(role, ": ", executable.status().message())));
+      }
+      absl::StatusOr<std::shared_ptr<CompiledProgram>> program =
+          MakeCompiledProgram(*std::move(executable), replicas);
+      if (!program.ok()) {
+        return ctx.Finish(absl::InternalError(absl::StrCat(
+            role, ": the compiled program has an invalid program shape: ",
+            program.status().message())));
+      }
+      auto entry = MakeResponseEntry(ctx.wire_id, absl::OkStatus());
+      *entry->mutable_compile()->mutable_metadata()->mutable_program_shape() =
+          (*program)->executable->program_shape();
+      absl::Status added = ctx.session->Add(ctx.op, *std::move(program));
+      if (!added.ok()) return ctx.Finish(added);
+      ctx.Finish(std::move(entry), nullptr, absl::OkStatus());
+    });
+  };
+  return op;
+}
+
+absl::StatusOr<BuiltOp> BuildLoad(
+    const OpContext& ctx, const tpu_driver::LoadProgramRequest& request) {
+  const std::string role = absl::StrCat(ctx.Name(), " load");
+  absl::StatusOr<int> core = LocalCore(ctx, request.core_id(), role);
+  if (!core.ok()) return core.status();
+  BuiltOp op;
+  absl::StatusOr<uint64_t> handle =
+      UseHandle(ctx, request.compiled_program_handle(), role, &op);
+  if (!handle.ok()) return handle.status();
+  op.body = [ctx, role, handle = *handle,
+             core_id = static_cast<int>(request.core_id())]() {
+    auto compiled = ctx.session->GetCompiled(handle, role);
+    if (!compiled.ok()) return ctx.Finish(compiled.status());
+    auto loaded = std::make_shared<LoadedProgram>();
+    loaded->program = *std::move(compiled);
+    loaded->core_id = core_id;
+    ctx.Finish(ctx.session->Add(ctx.op, std::move(loaded)));
+  };
+  return op;
+}
+
+absl::StatusOr<BuiltOp> BuildUnload(
+    const OpContext& ctx, const tpu_driver::UnloadProgramRequest& request) {
+  const std::string role = absl::StrCat(ctx.Name(), " unload");
+  BuiltOp op;
+  absl::StatusOr<uint64_t> handle =
+      UseHandle(ctx, request.loaded_program_handle(), role, &op);
+  if (!handle.ok()) return handle.status();
+  op.body = [ctx, role, handle = *handle]() {
+    ctx.Finish(ctx.session->TakeLoaded(handle, role).status());
+  };
+  return op;
+}
+
+absl::StatusOr<BuiltOp> BuildExecute(
+    const OpContext& ctx, const tpu_driver::ExecuteRequest& request) {
+  const std::string role = absl::StrCat(ctx.Name(), " execute");
+  if (request.output_handle_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        role,
+        ": no output_handle; pass the buffer (an alloc_tuple handle for "
+        "a tuple result) that receives the result."));
+  }
+  BuiltOp op;
+  absl::StatusOr<uint64_t> program =
+      UseHandle(ctx, request.loaded_program_handle(), role, &op);
+  if (!program.ok()) return program.status();
+  std::vector<uint64_t> inputs, outputs;
+  for (int i = 0; i < request.input_handle_size(); ++i) {
+    auto h = UseHandle(ctx, request.input_handle(i),
+                       absl::StrCat(role, " input ", i), &op);
+    if (!h.ok()) return h.status();
+    inputs.push_back(*h);
+  }
+  for (int i = 0; i < request.output_handle_size(); ++i) {
+    auto h = UseHandle(ctx, request.output_handle(i),
+                       absl::StrCat(role, " output ", i), &op);
+    if (!h.ok()) return h.status();
+    outputs.push_back(*h);
+  }
+  std::shared_ptr<const xla::DeviceAssignmentProto> assignment;
+  if (request.has_device_assignment()) {
+    assignment = std::make_shared<const xla::DeviceAssignmentProto>(
+        request.device_assignment());
+  }
+  op.body = [ctx, role, program = *program, inputs = std::move(inputs),
+             outputs = std::move(outputs), assignment]() {
+    auto loaded = ctx.session->GetLoaded(program, role);
+    if (!loaded.ok()) return ctx.Finish(loaded.status());
+    const int core_id = (*loaded)->core_id;
+    std::shared_ptr<const CompiledProgram> compiled = (*loaded)->program;
+    if (inputs.size() != compiled->parameter_shapes.size()) {
+      return ctx.Finish(absl::InvalidArgumentError(absl::StrCat(
+          role, ": the program takes ", compiled->parameter_shapes.size(),
+          " parameters but ", inputs.size(), " input handles were passed.")));
+    }
+    // Resolve and check every buffer before the program is queued.
+    auto resolve =
+        [&](const std::vector<uint64_t>& handles, const char* kind,
+            std::vector<std::shared_ptr<DeviceBuffer>>* out) -> absl::Status {
+      for (size_t i = 0; i < handles.size(); ++i) {
+        const std::string what = absl::StrCat(role, " ", kind, " ", i);
+        auto buffer = ctx.session->GetBuffer(handles[i], what);
+        if (!buffer.ok()) return buffer.status();
+        if ((*buffer)->core_id() != core_id) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              what, " is ", (*buffer)->Describe(),
+              " but the program is loaded on core ", core_id, "."));
+        }
+        out->push_back(*std::move(buffer));
+      }
+      return absl::OkStatus();
+    };
+    std::vector<std::shared_ptr<DeviceBuffer>> in, out;
+    absl::Status status = resolve(inputs, "input", &in);
+    if (status.ok()) status = resolve(outputs, "output", &out);
+    if (!status.ok()) return ctx.Finish(status);
+    for (size_t i = 0; i < in.size() && status.ok(); ++i) {
+      status = CheckCompatible(*in[i], compiled->parameter_shapes[i],
+                               absl::StrCat(role, " input ", i));
+    }
+    const Shape& result = compiled->result_shape;
+    // One output receives the whole result; alternatively one output per
+    // element of a tuple result.
+    const bool per_element = out.size() > 1;
+    if (status.ok() && !per_element) {
+      status = CheckCompatible(*out[0], result, absl::StrCat(role, " output"));
+    } else if (status.ok()) {
+      if (!result.IsTuple() ||
+          static_cast<int64_t>(out.size()) != result.tuple_size()) {
+        status = absl::InvalidArgumentError(absl::StrCat(
+            role, ": ", out.size(), " output handles were passed for result ",
+            result.ToString(),
+            "; pass one (an alloc_tuple handle for a tuple result)."));
+      }
+      for (size_t i = 0; i < out.size() && status.ok(); ++i) {
+        status = CheckCompatible(*out[i], result.tuple_shapes()[i],
+                                 absl::StrCat(role, " output ", i));
+      }
+    }
+    interpreter::ExecutionContext context;
+    if (status.ok()) {
+      status = ResolveReplica(role, assignment.get(), core_id,
+                              compiled->num_replicas, &context);
+    }
+    if (!status.ok()) return ctx.Finish(status);
+    context.device = ctx.worker->device;
+    context.cancelled = ctx.session->cancelled();
+    const int local = ctx.worker->topology.LocalIndex(core_id);
+    ctx.worker->cores[local]->Schedule([ctx, role, compiled, context,
+                                        in = std::move(in),
+                                        out = std::move(out), per_element]() {
+      if (context.cancelled->load()) {
+        return ctx.Finish(absl::CancelledError(
+            absl::StrCat(role, ": the client was closed before it ran.")));
+      }
+      std::vector<Literal> arguments;
+      arguments.reserve(in.size());
+      for (size_t i = 0; i < in.size(); ++i) {
+        absl::StatusOr<Literal> argument =
+            ReadLiteral(*in[i], compiled->parameter_shapes[i],
+                        absl::StrCat(role, " input ", i));
+        if (!argument.ok()) return ctx.Finish(argument.status());
+        arguments.push_back(*std::move(argument));
+      }
+      absl::StatusOr<Literal> value = compiled->executable->Execute(
+          std::move(arguments), context, /*stats=*/nullptr);
+      if (!value.ok()) {
+        return ctx.Finish(
+            absl::Status(value.status().code(),
+                         absl::StrCat(role, ": ", value.status().message())));
+      }
+      if (Shape(value->shape()) != compiled->result_shape) {
+        return ctx.Finish(absl::InternalError(absl::StrCat(
+            role, ": the interpreter returned ", value->shape().ToString(),
+            " for a program whose result is ",
+            compiled->result_shape.ToString(), ".")));
+      }
+      if (per_element) {
+        for (size_t i = 0; i < out.size(); ++i) {
+          WriteLiteral(*out[i], value->element(static_cast<int64_t>(i)));
+        }
+      } else {
+        WriteLiteral(*out[0], *value);
+      }
+      ctx.Finish(absl::OkStatus());
+    });
+  };
+  return op;
+}
+
+}  // namespace tpu::emulator

@@ -1,0 +1,170 @@
+#include "emulator/worker/session.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "proto/event_id.h"
+
+namespace tpu::emulator {
+namespace {
+
+const char* KindName(const Resource& r) {
+  switch (r.index()) {
+    case 0:
+      return "a buffer";
+    case 1:
+      return "a compiled program";
+    default:
+      return "a loaded program";
+  }
+}
+
+void ReleaseResource(const Resource& r) {
+  if (auto* buffer = std::get_if<std::shared_ptr<DeviceBuffer>>(&r)) {
+    (*buffer)->Release();
+  }
+}
+
+}  // namespace
+
+Session::Session(uint32_t client_id, std::shared_ptr<TimerQueue> timers,
+                 absl::Duration unknown_wait)
+    : client_id_(client_id),
+      scheduler_(Scheduler::Create(client_id, std::move(timers), unknown_wait)),
+      last_activity_(absl::Now()) {}
+
+Session::~Session() {
+  Close(absl::CancelledError(
+      absl::StrCat("Client ", client_id_, " was destroyed.")));
+}
+
+std::string Session::HandleName(uint64_t handle) const {
+  return absl::StrCat("Handle ", handle, " (client ", client_id_, ")");
+}
+
+absl::Status Session::Add(uint64_t handle, Resource resource) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!closed_) {
+      resources_[handle] = std::move(resource);
+      return absl::OkStatus();
+    }
+  }
+  ReleaseResource(resource);
+  return absl::FailedPreconditionError(absl::StrCat(
+      "Client ", client_id_, " was closed while ",
+      EventId{client_id_, handle}.ToString(), " ran; its result was dropped."));
+}
+
+absl::StatusOr<Resource> Session::Find(uint64_t handle) const {
+  auto it = resources_.find(handle);
+  if (it == resources_.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        HandleName(handle),
+        " does not exist: it was deallocated or unloaded, or operation ",
+        handle, " created nothing."));
+  }
+  return it->second;
+}
+
+namespace {
+
+template <typename T>
+absl::StatusOr<std::shared_ptr<T>> As(absl::StatusOr<Resource> r,
+                                      const std::string& handle_name,
+                                      const std::string& what,
+                                      const char* wanted) {
+  if (!r.ok()) {
+    return absl::Status(r.status().code(),
+                        absl::StrCat(what, ": ", r.status().message()));
+  }
+  if (auto* p = std::get_if<std::shared_ptr<T>>(&*r)) return *p;
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, ": ", handle_name, " is ", KindName(*r), ", not ", wanted, "."));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<DeviceBuffer>> Session::GetBuffer(
+    uint64_t handle, const std::string& what) const {
+  absl::ReaderMutexLock lock(&mu_);
+  return As<DeviceBuffer>(Find(handle), HandleName(handle), what, "a buffer");
+}
+
+absl::StatusOr<std::shared_ptr<CompiledProgram>> Session::GetCompiled(
+    uint64_t handle, const std::string& what) const {
+  absl::ReaderMutexLock lock(&mu_);
+  return As<CompiledProgram>(Find(handle), HandleName(handle), what,
+                             "a compiled program");
+}
+
+absl::StatusOr<std::shared_ptr<LoadedProgram>> Session::GetLoaded(
+    uint64_t handle, const std::string& what) const {
+  absl::ReaderMutexLock lock(&mu_);
+  return As<LoadedProgram>(Find(handle), HandleName(handle), what,
+                           "a loaded program");
+}
+
+absl::StatusOr<std::shared_ptr<DeviceBuffer>> Session::TakeBuffer(
+    uint64_t handle, const std::string& what) {
+  absl::MutexLock lock(&mu_);
+  auto r = As<DeviceBuffer>(Find(handle), HandleName(handle), what, "a buffer");
+  if (r.ok()) resources_.erase(handle);
+  return r;
+}
+
+absl::StatusOr<std::shared_ptr<LoadedProgram>> Session::TakeLoaded(
+    uint64_t handle, const std::string& what) {
+  absl::MutexLock lock(&mu_);
+  auto r = As<LoadedProgram>(Find(handle), HandleName(handle), what,
+                             "a loaded program");
+  if (r.ok()) resources_.erase(handle);
+  return r;
+}
+
+void Session::Close(const absl::Status& reason) {
+  absl::flat_hash_map<uint64_t, Resource> resources;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    closed_ = true;
+    resources.swap(resources_);
+  }
+  cancelled_.store(true);
+  scheduler_->Cancel(reason);
+  for (const auto& [handle, resource] : resources) ReleaseResource(resource);
+}
+
+bool Session::closed() const {
+  absl::MutexLock lock(&mu_);
+  return closed_;
+}
+
+void Session::Touch() {
+  absl::MutexLock lock(&mu_);
+  last_activity_ = absl::Now();
+}
+
+void Session::AttachStream() {
+  absl::MutexLock lock(&mu_);
+  ++attached_streams_;
+  last_activity_ = absl::Now();
+}
+
+void Session::DetachStream() {
+  absl::MutexLock lock(&mu_);
+  --attached_streams_;
+  last_activity_ = absl::Now();
+}
+
+bool Session::IdleSince(absl::Time cutoff) const {
+  absl::MutexLock lock(&mu_);
+  return attached_streams_ == 0 && last_activity_ < cutoff;
+}
+
+size_t Session::resource_count() const {
+  absl::MutexLock lock(&mu_);
+  return resources_.size();
+}
+
+}  // namespace tpu::emulator

@@ -1,0 +1,121 @@
+#ifndef SOFTWARE_TPU_EMULATOR_SESSION_H_
+#define SOFTWARE_TPU_EMULATOR_SESSION_H_
+
+// Everything one client (one id from Open) owns: its event graph, its
+// buffers and programs by handle, and the flag that cancels its running
+// programs. Handles are the operation parts of the creating operations' ids;
+// the caller has already checked that a handle's client bits are this
+// client's.
+//
+// Thread safety: safe for concurrent use.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "emulator/interpreter/executable.h"
+#include "emulator/worker/device_buffer.h"
+#include "emulator/worker/scheduler.h"
+#include "emulator/worker/timer_queue.h"
+#include "hlo/shape.h"
+#include "proto/xla_data.pb.h"
+
+namespace tpu::emulator {
+
+// The result of a compile operation.
+struct CompiledProgram {
+  std::shared_ptr<const interpreter::Executable> executable;
+  std::vector<Shape> parameter_shapes;
+  Shape result_shape;
+  int num_replicas = 1;
+};
+
+// A compiled program loaded on one core.
+struct LoadedProgram {
+  std::shared_ptr<const CompiledProgram> program;
+  int core_id = 0;
+};
+
+using Resource = std::variant<std::shared_ptr<DeviceBuffer>,
+                              std::shared_ptr<CompiledProgram>,
+                              std::shared_ptr<LoadedProgram>>;
+
+class Session {
+ public:
+  Session(uint32_t client_id, std::shared_ptr<TimerQueue> timers,
+          absl::Duration unknown_wait);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  uint32_t client_id() const { return client_id_; }
+  Scheduler& scheduler() { return *scheduler_; }
+  // Set once the session is closed; running programs poll it.
+  const std::atomic<bool>* cancelled() const { return &cancelled_; }
+
+  // Registers what operation `handle` created. FAILED_PRECONDITION if the
+  // session was closed (the resource is released right away).
+  absl::Status Add(uint64_t handle, Resource resource);
+
+  // The live resource of `handle`, or NOT_FOUND (never created, deallocated,
+  // unloaded) / INVALID_ARGUMENT (a resource of another kind). `what` names
+  // the role in messages, e.g. "transfer_to target".
+  absl::StatusOr<std::shared_ptr<DeviceBuffer>> GetBuffer(
+      uint64_t handle, const std::string& what) const;
+  absl::StatusOr<std::shared_ptr<CompiledProgram>> GetCompiled(
+      uint64_t handle, const std::string& what) const;
+  absl::StatusOr<std::shared_ptr<LoadedProgram>> GetLoaded(
+      uint64_t handle, const std::string& what) const;
+
+  // Removes and returns a buffer (dealloc) or a loaded program (unload), with
+  // the same errors as the getters.
+  absl::StatusOr<std::shared_ptr<DeviceBuffer>> TakeBuffer(
+      uint64_t handle, const std::string& what);
+  absl::StatusOr<std::shared_ptr<LoadedProgram>> TakeLoaded(
+      uint64_t handle, const std::string& what);
+
+  // Cancels running programs and waiting operations (they fail with
+  // `reason`) and releases every buffer's HBM. Idempotent.
+  void Close(const absl::Status& reason);
+  bool closed() const;
+
+  // Idle tracking: a client is idle while no stream carries its operations
+  // and nothing arrived for it.
+  void Touch();
+  void AttachStream();
+  void DetachStream();
+  // True if idle since before `cutoff`.
+  bool IdleSince(absl::Time cutoff) const;
+
+  // Number of live resources, for tests.
+  size_t resource_count() const;
+
+ private:
+  std::string HandleName(uint64_t handle) const;
+  absl::StatusOr<Resource> Find(uint64_t handle) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  // Constant after construction.
+  const uint32_t client_id_;
+  const std::shared_ptr<Scheduler> scheduler_;
+
+  std::atomic<bool> cancelled_{false};
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<uint64_t, Resource> resources_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  int attached_streams_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_activity_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tpu::emulator
+
+#endif  // SOFTWARE_TPU_EMULATOR_SESSION_H_

@@ -1,0 +1,55 @@
+#include "emulator/worker/work_queue.h"
+
+#include <utility>
+
+namespace tpu::emulator {
+
+WorkQueue::WorkQueue(std::string name, int num_threads)
+    : name_(std::move(name)) {
+  if (num_threads < 1) num_threads = 1;
+  threads_.reserve(num_threads);
+  for (int i = 0; i < num_threads; ++i) {
+    threads_.emplace_back([this] { Loop(); });
+  }
+}
+
+WorkQueue::~WorkQueue() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  for (std::thread& t : threads_) t.join();
+}
+
+void WorkQueue::Schedule(std::function<void()> fn) {
+  absl::MutexLock lock(&mu_);
+  queue_.push_back(std::move(fn));
+}
+
+int WorkQueue::pending() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(queue_.size()) + running_;
+}
+
+void WorkQueue::Loop() {
+  while (true) {
+    std::function<void()> fn;
+    {
+      absl::MutexLock lock(&mu_);
+      auto has_work_or_stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !queue_.empty() || (stopping_ && running_ == 0);
+      };
+      mu_.Await(absl::Condition(&has_work_or_stop));
+      if (queue_.empty()) return;  // stopping, and nothing can add more
+      fn = std::move(queue_.front());
+      queue_.pop_front();
+      ++running_;
+    }
+    fn();
+    fn = nullptr;  // destroy captures outside the lock, before counting down
+    absl::MutexLock lock(&mu_);
+    --running_;
+  }
+}
+
+}  // namespace tpu::emulator

@@ -1,0 +1,407 @@
+#include "emulator/worker/worker.h"
+
+#include <algorithm>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "emulator/worker/hbm.h"
+#include "emulator/worker/operations.h"
+#include "emulator/worker/response_sink.h"
+#include "emulator/worker/session.h"
+#include "emulator/worker/system_info.h"
+#include "emulator/worker/timer_queue.h"
+#include "emulator/worker/topology.h"
+#include "emulator/worker/work_queue.h"
+#include "emulator/worker/worker_context.h"
+#include "proto/event_id.h"
+#include "unsupported/Eigen/CXX11/Tensor"
+
+namespace tpu::emulator {
+namespace {
+
+class WorkerImpl;
+
+class StreamImpl : public WorkerStream {
+ public:
+  StreamImpl(WorkerImpl* worker, Worker::ResponseCallback on_response)
+      : worker_(worker),
+        sink_(std::make_shared<ResponseSink>(std::move(on_response))) {}
+  ~StreamImpl() override;
+
+  void Submit(const tpu_driver::StreamRequest& request,
+              const TransferData& transfer_data) override;
+  void Finish() override;
+  void FinishAsync(std::function<void()> done) override;
+  void Abort() override;
+
+ private:
+  WorkerImpl* const worker_;
+  const std::shared_ptr<ResponseSink> sink_;
+
+  absl::Mutex mu_;
+  // The clients whose operations this stream carried.
+  absl::flat_hash_map<uint32_t, std::shared_ptr<Session>> clients_
+      ABSL_GUARDED_BY(mu_);
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Shared with timer callbacks so that a sweep never touches a destroyed
+// worker.
+struct SweepState {
+  absl::Mutex mu;
+  WorkerImpl* worker ABSL_GUARDED_BY(mu) = nullptr;
+};
+
+class WorkerImpl : public Worker {
+ public:
+  WorkerImpl(const WorkerOptions& options, Topology topology);
+  ~WorkerImpl() override;
+
+  absl::StatusOr<tpu_driver::OpenResponse> Open(
+      const tpu_driver::OpenRequest& request) override;
+  absl::Status Close(const tpu_driver::CloseRequest& request) override;
+  absl::Status Reset(const tpu_driver::ResetRequest& request) override;
+  absl::StatusOr<tpu_driver::QuerySystemInfoResponse> QuerySystemInfo(
+      const tpu_driver::QuerySystemInfoRequest& request) override;
+  std::unique_ptr<WorkerStream> OpenStream(
+      ResponseCallback on_response) override;
+
+  std::shared_ptr<Session> FindSession(uint32_t client_id);
+  void CloseClient(uint32_t client_id, const absl::Status& reason);
+  const WorkerContext& context() const { return context_; }
+
+ private:
+  static void ScheduleSweep(std::shared_ptr<SweepState> state,
+                            std::shared_ptr<TimerQueue> timers,
+                            absl::Duration period);
+  void SweepIdle();
+
+  // Constant after construction (the queues and device it points to are
+  // members below).
+  WorkerContext context_;
+  const std::shared_ptr<TimerQueue> timers_;
+  const std::shared_ptr<SweepState> sweep_;
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<uint32_t, std::shared_ptr<Session>> sessions_
+      ABSL_GUARDED_BY(mu_);
+  uint32_t next_client_id_ ABSL_GUARDED_BY(mu_) = 1;
+
+  // Declared last so they are destroyed first: programs and transfers still
+  // queued must finish while everything they use is alive. The Eigen pool
+  // outlives the core queues whose programs run kernels on it.
+  std::unique_ptr<Eigen::ThreadPool> eigen_pool_;
+  std::unique_ptr<Eigen::ThreadPoolDevice> eigen_device_;
+  std::unique_ptr<WorkQueue> pool_;
+  std::vector<std::unique_ptr<WorkQueue>> cores_;
+};
+
+WorkerImpl::WorkerImpl(const WorkerOptions& options, Topology topology)
+    : context_{options, topology, {}, nullptr, {}, nullptr},
+      timers_(std::make_shared<TimerQueue>()),
+      sweep_(std::make_shared<SweepState>()) {
+  int threads = options.compute_threads;
+  if (threads <= 0) {
+    threads =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }
+  eigen_pool_ = std::make_unique<Eigen::ThreadPool>(threads);
+  eigen_device_ =
+      std::make_unique<Eigen::ThreadPoolDevice>(eigen_pool_.get(), threads);
+  pool_ = std::make_unique<WorkQueue>("tpu-worker-pool", 2);
+  context_.pool = pool_.get();
+  context_.device = eigen_device_.get();
+  for (int i = 0; i < topology.local_core_count(); ++i) {
+    context_.hbm.push_back(
+        HbmAccount::Create(topology.CoreId(i), options.hbm_bytes_per_core));
+    cores_.push_back(
+        std::make_unique<WorkQueue>(absl::StrCat("tpu-core-", i), 1));
+    context_.cores.push_back(cores_.back().get());
+  }
+  {
+    absl::MutexLock lock(&sweep_->mu);
+    sweep_->worker = this;
+  }
+  // Sweeps often enough that an idle client lingers at most a few percent
+  // past its limit, and at most once a second.
+  const absl::Duration period = std::min(
+      absl::Seconds(1), absl::Seconds(options.max_idle_time_seconds) / 20);
+  ScheduleSweep(sweep_, timers_, period);
+}
+
+WorkerImpl::~WorkerImpl() {
+  {
+    // Waits for a sweep in progress; later ones find no worker.
+    absl::MutexLock lock(&sweep_->mu);
+    sweep_->worker = nullptr;
+  }
+  absl::flat_hash_map<uint32_t, std::shared_ptr<Session>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    sessions.swap(sessions_);
+  }
+  for (auto& [id, session] : sessions) {
+    session->Close(absl::CancelledError("The worker is shutting down."));
+  }
+  // Members: the core queues drain first (their programs stop at the next
+  // instruction boundary, being cancelled), then the pool, then Eigen.
+  cores_.clear();
+  pool_.reset();
+}
+
+void WorkerImpl::ScheduleSweep(std::shared_ptr<SweepState> state,
+                               std::shared_ptr<TimerQueue> timers,
+                               absl::Duration period) {
+  std::weak_ptr<TimerQueue> weak_timers = timers;
+  timers->Schedule(absl::Now() + period, [state, weak_timers, period]() {
+    {
+      absl::MutexLock lock(&state->mu);
+      if (state->worker == nullptr) return;
+      state->worker->SweepIdle();
+    }
+    if (auto timers = weak_timers.lock()) {
+      ScheduleSweep(state, std::move(timers), period);
+    }
+  });
+}
+
+void WorkerImpl::SweepIdle() {
+  const absl::Time cutoff =
+      absl::Now() - absl::Seconds(context_.options.max_idle_time_seconds);
+  std::vector<std::shared_ptr<Session>> idle;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      if (it->second->IdleSince(cutoff)) {
+        idle.push_back(std::move(it->second));
+        sessions_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& session : idle) {
+    session->Close(absl::CancelledError(absl::StrCat(
+        "Client ", session->client_id(), " was idle for more than ",
+        context_.options.max_idle_time_seconds,
+        " seconds and its resources were released.")));
+  }
+}
+
+absl::StatusOr<tpu_driver::OpenResponse> WorkerImpl::Open(
+    const tpu_driver::OpenRequest& request) {
+  uint32_t id = 0;
+  std::shared_ptr<Session> session;
+  {
+    absl::MutexLock lock(&mu_);
+    if (sessions_.size() >= EventId::kMaxClientId) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "All ", EventId::kMaxClientId,
+          " client ids are in use; close clients before opening more."));
+    }
+    // Ids count up and wrap within 20 bits, skipping live ones, so a closed
+    // client's id is not handed out again soon.
+    while (true) {
+      id = next_client_id_;
+      next_client_id_ =
+          next_client_id_ >= EventId::kMaxClientId ? 1 : next_client_id_ + 1;
+      if (!sessions_.contains(id)) break;
+    }
+    session = std::make_shared<Session>(
+        id, timers_,
+        absl::Milliseconds(context_.options.unknown_handle_wait_ms));
+    sessions_[id] = session;
+  }
+  tpu_driver::OpenResponse response;
+  response.set_client_id(id);
+  response.set_max_idle_time_seconds(context_.options.max_idle_time_seconds);
+  return response;
+}
+
+absl::Status WorkerImpl::Close(const tpu_driver::CloseRequest& request) {
+  // Unknown ids succeed: the real client closes with its id after Reset.
+  CloseClient(request.client_id(),
+              absl::CancelledError(absl::StrCat("Client ", request.client_id(),
+                                                " was closed.")));
+  return absl::OkStatus();
+}
+
+void WorkerImpl::CloseClient(uint32_t client_id, const absl::Status& reason) {
+  std::shared_ptr<Session> session;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(client_id);
+    if (it == sessions_.end()) return;
+    session = std::move(it->second);
+    sessions_.erase(it);
+  }
+  session->Close(reason);
+}
+
+absl::Status WorkerImpl::Reset(const tpu_driver::ResetRequest& request) {
+  absl::flat_hash_map<uint32_t, std::shared_ptr<Session>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    sessions.swap(sessions_);
+  }
+  for (auto& [id, session] : sessions) {
+    session->Close(absl::CancelledError(
+        absl::StrCat("The worker was reset; client ", id, " is gone.")));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<tpu_driver::QuerySystemInfoResponse> WorkerImpl::QuerySystemInfo(
+    const tpu_driver::QuerySystemInfoRequest& request) {
+  tpu_driver::QuerySystemInfoResponse response;
+  *response.mutable_system_info() = BuildSystemInfo(
+      context_.topology, context_.options.hbm_bytes_per_core,
+      [this](int local) { return context_.hbm[local]->available(); },
+      ReadCpuInfo());
+  return response;
+}
+
+std::unique_ptr<WorkerStream> WorkerImpl::OpenStream(
+    ResponseCallback on_response) {
+  return std::make_unique<StreamImpl>(this, std::move(on_response));
+}
+
+std::shared_ptr<Session> WorkerImpl::FindSession(uint32_t client_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(client_id);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
+StreamImpl::~StreamImpl() {
+  sink_->Detach();
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, session] : clients_) session->DetachStream();
+  clients_.clear();
+}
+
+void StreamImpl::Submit(const tpu_driver::StreamRequest& request,
+                        const TransferData& transfer_data) {
+  // Whatever completes while this request is taken apart goes out as one
+  // response.
+  sink_->Hold();
+  for (int index = 0; index < request.entry_size(); ++index) {
+    const tpu_driver::StreamRequest::Entry& entry = request.entry(index);
+    sink_->Expect();
+    if (!entry.has_operation_id()) {
+      sink_->RespondStatus(
+          0, absl::InvalidArgumentError(
+                 "A request entry has no operation_id; every entry needs a "
+                 "unique one (client_id << 44 | operation number)."));
+      continue;
+    }
+    const EventId id = EventId::FromInt(entry.operation_id());
+    std::shared_ptr<Session> session;
+    {
+      absl::MutexLock lock(&mu_);
+      if (ended_) {
+        sink_->RespondStatus(
+            entry.operation_id(),
+            absl::FailedPreconditionError("The stream was already finished."));
+        continue;
+      }
+      auto it = clients_.find(id.client_id);
+      if (it != clients_.end() && !it->second->closed()) {
+        session = it->second;
+      }
+    }
+    if (session == nullptr) {
+      session = worker_->FindSession(id.client_id);
+      if (session == nullptr) {
+        sink_->RespondStatus(
+            entry.operation_id(),
+            absl::FailedPreconditionError(absl::StrCat(
+                id.ToString(), ": client ", id.client_id,
+                " is not open (never opened, closed, reset, or released after "
+                "being idle); call Open and use the client id it returns.")));
+        continue;
+      }
+      absl::MutexLock lock(&mu_);
+      auto [it, inserted] = clients_.try_emplace(id.client_id, session);
+      if (inserted) {
+        session->AttachStream();
+      } else if (it->second != session) {
+        it->second->DetachStream();
+        it->second = session;
+        session->AttachStream();
+      }
+    }
+    session->Touch();
+    SubmitEntry(worker_->context(), session, entry,
+                PayloadOf(transfer_data, index), sink_);
+  }
+  sink_->Release();
+}
+
+void StreamImpl::FinishAsync(std::function<void()> done) {
+  {
+    absl::MutexLock lock(&mu_);
+    ended_ = true;
+  }
+  sink_->OnDrained(std::move(done));
+}
+
+void StreamImpl::Finish() {
+  auto drained = std::make_shared<absl::Notification>();
+  FinishAsync([drained] { drained->Notify(); });
+  drained->WaitForNotification();
+}
+
+void StreamImpl::Abort() {
+  std::vector<uint32_t> ids;
+  {
+    absl::MutexLock lock(&mu_);
+    ended_ = true;
+    for (auto& [id, session] : clients_) ids.push_back(id);
+  }
+  sink_->Detach();
+  for (uint32_t id : ids) {
+    worker_->CloseClient(id, absl::CancelledError(absl::StrCat(
+                                 "A stream of client ", id,
+                                 " broke; the client was released.")));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(
+    const WorkerOptions& options) {
+  absl::StatusOr<Topology> topology =
+      Topology::Create(options.chips, options.cores_per_chip, options.pod_hosts,
+                       options.host_id);
+  if (!topology.ok()) return topology.status();
+  if (options.hbm_bytes_per_core < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hbm_bytes_per_core is negative (", options.hbm_bytes_per_core, ")."));
+  }
+  if (options.max_idle_time_seconds < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_idle_time_seconds must be at least 1, got ",
+                     options.max_idle_time_seconds, "."));
+  }
+  if (options.unknown_handle_wait_ms < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown_handle_wait_ms is negative (",
+                     options.unknown_handle_wait_ms, ")."));
+  }
+  if (options.compute_threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compute_threads is negative (", options.compute_threads, ")."));
+  }
+  return std::unique_ptr<Worker>(new WorkerImpl(options, *std::move(topology)));
+}
+
+}  // namespace tpu::emulator

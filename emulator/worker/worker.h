@@ -1,0 +1,114 @@
+#ifndef SOFTWARE_TPU_EMULATOR_WORKER_H_
+#define SOFTWARE_TPU_EMULATOR_WORKER_H_
+
+// The emulated TPU worker, independent of any transport. The gRPC service
+// (emulator/service.h) is a thin adapter over it, and the local:// driver uses
+// it in-process; both therefore have exactly the same semantics.
+//
+// Thread safety: Worker and WorkerStream are safe for concurrent use.
+//
+// Semantics in brief (emulator/operations.h has the details): every request
+// entry gets exactly one response entry echoing its operation_id, with a
+// status whose code is always set. Client ids are in [1, 2^20). A client is
+// released by Close, by Reset, when one of its streams is aborted, or after
+// max_idle_time_seconds without a stream or request; its waiting operations
+// then fail and its running programs stop with CANCELLED.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "emulator/worker/transfer_data.h"
+#include "proto/tpu_driver.pb.h"
+#include "proto/tpu_service.pb.h"
+
+namespace tpu::emulator {
+
+struct WorkerOptions {
+  // Topology this worker serves: chips x cores_per_chip cores.
+  int chips = 4;
+  int cores_per_chip = 2;
+  // HBM capacity of each core. Accounting only: memory is committed when a
+  // buffer is written, not when the worker starts.
+  int64_t hbm_bytes_per_core = int64_t{16} << 30;
+  // Pod-slice mode: this worker is host `host_id` of `pod_hosts` hosts that
+  // each serve `chips` chips; SystemInfo then reports the whole slice's chips
+  // while only this host's cores are served. pod_hosts = 1: a lone worker.
+  int pod_hosts = 1;
+  int host_id = 0;
+  // Seconds a client may stay idle (no stream, no rpc) before the worker
+  // releases everything it owns; reported in OpenResponse.
+  int max_idle_time_seconds = 3600;
+  // How long an operation naming a handle whose creating operation has not
+  // arrived yet waits for it before failing NOT_FOUND.
+  int64_t unknown_handle_wait_ms = 5000;
+  // f32 dot/convolution with DEFAULT precision computed as a TPU does
+  // (operands rounded to bf16, f32 accumulation).
+  bool tpu_numerics = false;
+  // Threads of the worker's shared Eigen pool; 0 = number of CPUs.
+  int compute_threads = 0;
+};
+
+// One StreamExecute call. Requests go in through Submit; responses come out
+// through the callback given to Worker::OpenStream.
+class WorkerStream {
+ public:
+  virtual ~WorkerStream() = default;
+
+  // Schedules every entry of `request`, whose transfer_to payloads may come
+  // beside it in `transfer_data` (emulator/transfer_data.h). Never blocks on
+  // execution; malformed entries get an error response, they never end the
+  // stream.
+  virtual void Submit(const tpu_driver::StreamRequest& request,
+                      const TransferData& transfer_data) = 0;
+  void Submit(const tpu_driver::StreamRequest& request) {
+    Submit(request, TransferData());
+  }
+
+  // The client finished writing. Blocks until every operation submitted on
+  // this stream has completed and its response was delivered.
+  virtual void Finish() = 0;
+
+  // Non-blocking Finish: `done` runs (on a worker thread, or at once) after
+  // every operation submitted on this stream has completed and its response
+  // was delivered. Not run if the stream is aborted or destroyed first.
+  virtual void FinishAsync(std::function<void()> done) = 0;
+
+  // The transport broke: the client is gone. Its state is released.
+  virtual void Abort() = 0;
+};
+
+class Worker {
+ public:
+  static absl::StatusOr<std::unique_ptr<Worker>> Create(
+      const WorkerOptions& options);
+  virtual ~Worker() = default;
+
+  virtual absl::StatusOr<tpu_driver::OpenResponse> Open(
+      const tpu_driver::OpenRequest& request) = 0;
+  // Close of an unknown client id succeeds (the real client closes after
+  // Reset with its forgotten id).
+  virtual absl::Status Close(const tpu_driver::CloseRequest& request) = 0;
+  virtual absl::Status Reset(const tpu_driver::ResetRequest& request) = 0;
+  virtual absl::StatusOr<tpu_driver::QuerySystemInfoResponse> QuerySystemInfo(
+      const tpu_driver::QuerySystemInfoRequest& request) = 0;
+
+  // Receives responses, with transfer_from payloads beside them
+  // (emulator/transfer_data.h; InlineTransferData makes plain messages).
+  using ResponseCallback = std::function<void(const tpu_driver::StreamResponse&,
+                                              const TransferData&)>;
+
+  // Starts a stream. `on_response` runs on worker threads, never concurrently
+  // with itself for one stream, and never after the stream was destroyed; it
+  // must not block for long (it is the transport's write). Responses may
+  // batch many entries. REQUIRES: the stream is destroyed before the worker.
+  virtual std::unique_ptr<WorkerStream> OpenStream(
+      ResponseCallback on_response) = 0;
+};
+
+}  // namespace tpu::emulator
+
+#endif  // SOFTWARE_TPU_EMULATOR_WORKER_H_

@@ -1,0 +1,40 @@
+#ifndef SOFTWARE_TPU_EMULATOR_WORKER_CONTEXT_H_
+#define SOFTWARE_TPU_EMULATOR_WORKER_CONTEXT_H_
+
+// What operations need from their worker: topology, HBM accounts, and where
+// to run. Owned by the worker; outlives every operation (the worker drains
+// its queues before destroying it).
+//
+// Thread safety: immutable after construction; the objects it points to are
+// safe for concurrent use.
+
+#include <memory>
+#include <vector>
+
+#include "emulator/worker/hbm.h"
+#include "emulator/worker/topology.h"
+#include "emulator/worker/work_queue.h"
+#include "emulator/worker/worker.h"
+
+namespace Eigen {
+struct ThreadPoolDevice;
+}  // namespace Eigen
+
+namespace tpu::emulator {
+
+struct WorkerContext {
+  WorkerOptions options;
+  Topology topology;
+  // By local core index.
+  std::vector<std::shared_ptr<HbmAccount>> hbm;
+  // Transfers and compiles. Not owned.
+  WorkQueue* pool = nullptr;
+  // One serial queue per local core: its programs, in readiness order.
+  std::vector<WorkQueue*> cores;
+  // Where kernels run. Not owned.
+  const Eigen::ThreadPoolDevice* device = nullptr;
+};
+
+}  // namespace tpu::emulator
+
+#endif  // SOFTWARE_TPU_EMULATOR_WORKER_CONTEXT_H_
