@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "driver/driver_registry.h"
-#include "driver/pod/testing/fake_driver.h"
+#include "driver/testing/fake_driver.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -28,6 +28,14 @@ using ::testing::UnorderedElementsAre;
 
 constexpr auto HBM = tpu_driver::HBM;
 
+// Opens the pod's workers on `cluster`'s fakes.
+PodDriverOptions PodOptions(const FakeCluster& cluster) {
+  PodDriverOptions options;
+  options.open_worker = cluster.OpenWorker();
+  options.shutdown_timeout = absl::Seconds(5);
+  return options;
+}
+
 // Two lone fake workers of two single-core chips each: pod cores 0,1 are
 // worker 0's cores 0,1 and pod cores 2,3 are worker 1's cores 0,1.
 class PodDriverTest : public ::testing::Test {
@@ -38,13 +46,13 @@ class PodDriverTest : public ::testing::Test {
     Open();
   }
   void Open() {
-    auto driver = PodDriver::Open(Config(), cluster_.pod_options());
+    auto driver = PodDriver::Open(Config(), PodOptions(cluster_));
     ASSERT_TRUE(driver.ok()) << driver.status();
     driver_ = *std::move(driver);
   }
   tpu_driver::TpuDriverConfig Config() {
     tpu_driver::TpuDriverConfig config;
-    config.set_worker(cluster_.address());
+    config.set_worker(cluster_.pod_address());
     return config;
   }
 
@@ -100,7 +108,7 @@ TEST(PodAddressTest, RegisteredInTheDriverRegistry) {
 TEST_F(PodDriverTest, OpeningNamesTheWorkerThatFails) {
   tpu_driver::TpuDriverConfig config;
   config.set_worker("grpc+pod://fake0,fake7");
-  auto driver = PodDriver::Open(config, cluster_.pod_options());
+  auto driver = PodDriver::Open(config, PodOptions(cluster_));
   EXPECT_EQ(driver.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(driver.status().message(),
               HasSubstr("Could not open worker 1 (grpc://fake7)"));
@@ -443,8 +451,8 @@ TEST_F(PodDriverTest, ForeignHandlesAreRejected) {
   FakeCluster other;
   other.Add({});
   tpu_driver::TpuDriverConfig config;
-  config.set_worker(other.address());
-  auto other_driver = PodDriver::Open(config, other.pod_options());
+  config.set_worker(other.pod_address());
+  auto other_driver = PodDriver::Open(config, PodOptions(other));
   ASSERT_TRUE(other_driver.ok());
   auto foreign = (*other_driver)->Allocate(0, HBM, 8, {});
   std::vector<uint8_t> out(8);
@@ -465,8 +473,8 @@ TEST_F(PodDriverTest, FailuresPropagateWithTheWorkersCodeAndName) {
   FakeCluster cluster;
   auto worker = cluster.Add(tiny);
   tpu_driver::TpuDriverConfig config;
-  config.set_worker(cluster.address());
-  auto driver = PodDriver::Open(config, cluster.pod_options());
+  config.set_worker(cluster.pod_address());
+  auto driver = PodDriver::Open(config, PodOptions(cluster));
   ASSERT_TRUE(driver.ok());
   auto big = (*driver)->Allocate(1, HBM, 101, {});
   std::vector<uint8_t> data(101);
@@ -588,10 +596,10 @@ TEST_F(PodDriverTest, DestructionReleasesEveryWorkerResource) {
 TEST_F(PodDriverTest, DestructionCancelsWhatHasNotStartedAndBoundsTheWait) {
   FakeCluster cluster;
   auto worker = cluster.Add({});
-  PodDriverOptions options = cluster.pod_options();
+  PodDriverOptions options = PodOptions(cluster);
   options.shutdown_timeout = absl::Milliseconds(50);
   tpu_driver::TpuDriverConfig config;
-  config.set_worker(cluster.address());
+  config.set_worker(cluster.pod_address());
   auto driver = PodDriver::Open(config, options);
   ASSERT_TRUE(driver.ok());
   auto buffer = (*driver)->Allocate(0, HBM, 8, {});
@@ -666,8 +674,8 @@ TEST(PodSliceTest, SliceHostsAreMergedByCoordinates) {
   host.host_id = 0;
   auto h0 = cluster.Add(host);
   tpu_driver::TpuDriverConfig config;
-  config.set_worker(cluster.address());
-  auto driver = PodDriver::Open(config, cluster.pod_options());
+  config.set_worker(cluster.pod_address());
+  auto driver = PodDriver::Open(config, PodOptions(cluster));
   ASSERT_TRUE(driver.ok()) << driver.status();
   auto info = (*driver)->QuerySystemInfo();
   ASSERT_TRUE(info.ok());
