@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "driver/driver_registry.h"
 #include "driver/testing/fake_driver.h"
+#include "driver/testing/manual_event.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -24,6 +25,7 @@ using testing::FakeProgram;
 using testing::FakeWorker;
 using testing::FakeWorkerOptions;
 using ::testing::HasSubstr;
+using testing::ManualEvent;
 using ::testing::UnorderedElementsAre;
 
 constexpr auto HBM = tpu_driver::HBM;
@@ -395,41 +397,6 @@ TEST_F(PodDriverTest, ExecuteFailureAndMisplacedBuffers) {
               HasSubstr("is on core 0 of worker 0 (grpc://fake0), but the "
                         "program is loaded on core 2 of worker 1"));
 }
-
-// An event the test completes by hand.
-class ManualEvent : public Event {
- public:
-  absl::Status Await() override {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return status_;
-  }
-  std::optional<absl::Status> AwaitWithTimeout(absl::Duration t) override {
-    absl::MutexLock lock(&mu_);
-    if (!mu_.AwaitWithTimeout(absl::Condition(&done_), t)) return std::nullopt;
-    return status_;
-  }
-  void AddCallback(std::function<void(absl::Status)> callback) override {
-    absl::MutexLock lock(&mu_);
-    callbacks_.push_back(std::move(callback));
-  }
-  void Complete(absl::Status status) {
-    std::vector<std::function<void(absl::Status)>> callbacks;
-    {
-      absl::MutexLock lock(&mu_);
-      done_ = true;
-      status_ = status;
-      callbacks.swap(callbacks_);
-    }
-    for (auto& callback : callbacks) callback(status);
-  }
-
- private:
-  absl::Mutex mu_;
-  bool done_ = false;
-  absl::Status status_;
-  std::vector<std::function<void(absl::Status)>> callbacks_;
-};
 
 TEST_F(PodDriverTest, UnknownHandleIsInvalidArgumentAsTheReference) {
   auto buffer = Filled(1, 8, 0);
