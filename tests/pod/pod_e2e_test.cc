@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -22,17 +23,15 @@
 #include "gtest/gtest.h"
 #include "hlo/literal.h"
 #include "hlo/text/hlo_parser.h"
-#include "tests/pod/emulator_process.h"
+#include "tools/lib/subprocess.h"
 #include "tools/tpu_run/npy.h"
 
 namespace tpu {
 namespace {
 
 namespace fs = std::filesystem;
-using pod_test::EmulatorProcess;
-using pod_test::Runfile;
-using pod_test::TmpDir;
 using ::testing::HasSubstr;
+using tools::ServerProcess;
 
 constexpr auto HBM = tpu_driver::HBM;
 constexpr absl::Duration kBound = absl::Seconds(60);
@@ -50,22 +49,35 @@ ENTRY main {
 }
 )";
 
+// The path of a runfile of this workspace.
+std::string Runfile(const std::string& path) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/software_tpu/", path);
+}
+
+// This test's scratch directory.
+std::string TmpDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
 std::string Emulator() { return Runfile("tools/tpu_emulator/tpu_emulator"); }
 
 // Starts `count` workers with `flags` (plus per-worker `--host_id=i` when
 // `slice`). Fails the test if any cannot start.
-std::vector<std::unique_ptr<EmulatorProcess>> StartWorkers(
+std::vector<std::unique_ptr<ServerProcess>> StartWorkers(
     const std::string& name, int count, std::vector<std::string> flags,
     bool slice = false) {
-  std::vector<std::unique_ptr<EmulatorProcess>> workers;
+  std::vector<std::unique_ptr<ServerProcess>> workers;
   for (int i = 0; i < count; ++i) {
-    std::vector<std::string> worker_flags = flags;
+    std::vector<std::string> argv = {Emulator(), "--port=0"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
     if (slice) {
-      worker_flags.push_back(absl::StrCat("--pod_hosts=", count));
-      worker_flags.push_back(absl::StrCat("--host_id=", i));
+      argv.push_back(absl::StrCat("--pod_hosts=", count));
+      argv.push_back(absl::StrCat("--host_id=", i));
     }
-    auto worker = EmulatorProcess::Start(Emulator(), absl::StrCat(name, "_", i),
-                                         worker_flags);
+    auto worker =
+        ServerProcess::Start(argv, TmpDir(), absl::StrCat(name, "_", i));
     EXPECT_TRUE(worker.ok()) << worker.status();
     if (worker.ok()) workers.push_back(*std::move(worker));
   }
@@ -73,7 +85,7 @@ std::vector<std::unique_ptr<EmulatorProcess>> StartWorkers(
 }
 
 std::string PodAddress(
-    const std::vector<std::unique_ptr<EmulatorProcess>>& workers) {
+    const std::vector<std::unique_ptr<ServerProcess>>& workers) {
   std::vector<std::string> addresses;
   for (const auto& worker : workers) addresses.push_back(worker->address());
   return absl::StrCat("grpc+pod://", absl::StrJoin(addresses, ","));
@@ -100,7 +112,7 @@ class PodE2ETest : public ::testing::Test {
                      {"--chips=2", "--cores_per_chip=1",
                       absl::StrCat("--hbm_bytes_per_core=", 64 << 20)});
     workers_ =
-        new std::vector<std::unique_ptr<EmulatorProcess>>(std::move(workers));
+        new std::vector<std::unique_ptr<ServerProcess>>(std::move(workers));
   }
   static void TearDownTestSuite() {
     delete workers_;
@@ -120,10 +132,10 @@ class PodE2ETest : public ::testing::Test {
     return driver.ok() ? *std::move(driver) : nullptr;
   }
 
-  static std::vector<std::unique_ptr<EmulatorProcess>>* workers_;
+  static std::vector<std::unique_ptr<ServerProcess>>* workers_;
 };
 
-std::vector<std::unique_ptr<EmulatorProcess>>* PodE2ETest::workers_ = nullptr;
+std::vector<std::unique_ptr<ServerProcess>>* PodE2ETest::workers_ = nullptr;
 
 TEST_F(PodE2ETest, ClientSeesEveryCoreOfEveryWorkerAsOneHost) {
   std::shared_ptr<client::TpuClient> client = Connect();

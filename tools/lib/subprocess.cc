@@ -1,4 +1,4 @@
-#include "tests/e2e/subprocess.h"
+#include "tools/lib/subprocess.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -8,14 +8,18 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
-namespace tpu::e2e {
+namespace tpu::tools {
 namespace {
 
 int ExitCode(int status) {
@@ -102,6 +106,47 @@ int Subprocess::Stop(int signal, absl::Duration timeout) {
   return code.ok() ? *code : -1;
 }
 
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
+    std::vector<std::string> argv, const std::string& dir,
+    const std::string& name, absl::Duration timeout) {
+  const std::string base = absl::StrCat(dir, "/", name);
+  const std::string port_file = base + ".port";
+  const std::string err_path = base + ".err";
+  std::remove(port_file.c_str());
+  argv.push_back(absl::StrCat("--port_file=", port_file));
+  absl::StatusOr<std::unique_ptr<Subprocess>> process =
+      Subprocess::Start(argv, base + ".out", err_path);
+  if (!process.ok()) return process.status();
+  // The port file appears once the server listens.
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    int port = 0;
+    const std::string text(
+        absl::StripAsciiWhitespace(ReadFileOrEmpty(port_file)));
+    if (absl::SimpleAtoi(text, &port) && port > 0) {
+      return std::unique_ptr<ServerProcess>(
+          new ServerProcess(*std::move(process), err_path, port));
+    }
+    if ((*process)->Wait(absl::Milliseconds(20)).ok()) {
+      return absl::UnavailableError(absl::StrCat(
+          argv[0], " (", name, ") exited early: ", ReadFileOrEmpty(err_path)));
+    }
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      argv[0], " (", name, ") wrote no port file within ",
+      absl::FormatDuration(timeout), ": ", ReadFileOrEmpty(err_path)));
+}
+
+std::string ServerProcess::address() const {
+  return absl::StrCat("127.0.0.1:", port_);
+}
+
+std::string ServerProcess::Stderr() const {
+  return ReadFileOrEmpty(stderr_path_);
+}
+
+void ServerProcess::Kill() { process_->Stop(SIGKILL, absl::Seconds(10)); }
+
 std::string ReadFileOrEmpty(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream buffer;
@@ -132,4 +177,4 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   return result;
 }
 
-}  // namespace tpu::e2e
+}  // namespace tpu::tools
