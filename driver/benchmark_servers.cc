@@ -12,14 +12,6 @@
 namespace tpu::driver {
 namespace {
 
-// A binary of this build, found through the runfiles tree.
-std::string Runfile(const char* argv0, const std::string& path) {
-  const char* dir = std::getenv("RUNFILES_DIR");
-  const std::string root =
-      dir != nullptr ? dir : absl::StrCat(argv0, ".runfiles");
-  return absl::StrCat(root, "/software_tpu/", path);
-}
-
 // Starts a server child with its files in `dir`; returns its "host:port".
 // It is kept (and killed with this process) until the process exits.
 absl::StatusOr<std::string> StartChild(std::vector<std::string> argv,
@@ -64,16 +56,16 @@ absl::StatusOr<BenchmarkTargets> StartBenchmarkServers(
     targets.worker = external;
   } else {
     absl::StatusOr<std::string> emulator = StartChild(
-        {Runfile(argv[0], "tools/tpu_emulator/tpu_emulator"), "--port=0",
-         absl::StrCat("--chips=", topology.chips),
+        {tools::RunfilePath("tools/tpu_emulator/tpu_emulator", argv[0]),
+         "--port=0", absl::StrCat("--chips=", topology.chips),
          absl::StrCat("--cores_per_chip=", topology.cores_per_chip),
          absl::StrCat("--hbm_bytes_per_core=", topology.hbm_bytes_per_core)},
         dir, "tpu_emulator");
     if (!emulator.ok()) return emulator.status();
     targets.worker = absl::StrCat("grpc://", *emulator);
   }
-  absl::StatusOr<std::string> ack =
-      StartChild({Runfile(argv[0], "driver/ack_server")}, dir, "ack_server");
+  absl::StatusOr<std::string> ack = StartChild(
+      {tools::RunfilePath("driver/ack_server", argv[0])}, dir, "ack_server");
   if (!ack.ok()) return ack.status();
   targets.ack_server = *ack;
   return targets;

@@ -215,12 +215,13 @@ absl::Status StreamDriver::CheckInfo(const StreamHandleInfo& info,
       "). Did you restart the server or use a stale handle?"));
 }
 
-absl::StatusOr<const StreamBufferHandle*> StreamDriver::CheckBuffer(
-    const BufferHandle* handle, absl::string_view what) {
+template <typename Ours, typename Handle>
+absl::StatusOr<const Ours*> StreamDriver::CheckHandle(const Handle* handle,
+                                                      absl::string_view what) {
   if (handle == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(what, " is null"));
   }
-  auto* ours = dynamic_cast<const StreamBufferHandle*>(handle);
+  auto* ours = dynamic_cast<const Ours*>(handle);
   if (ours == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Invalid ", what, ": not a handle of a grpc:// or local:// driver"));
@@ -230,36 +231,21 @@ absl::StatusOr<const StreamBufferHandle*> StreamDriver::CheckBuffer(
   return ours;
 }
 
+absl::StatusOr<const StreamBufferHandle*> StreamDriver::CheckBuffer(
+    const BufferHandle* handle, absl::string_view what) {
+  return CheckHandle<StreamBufferHandle>(handle, what);
+}
+
 absl::StatusOr<const StreamLoadedProgramHandle*> StreamDriver::CheckLoaded(
     const LoadedProgramHandle* handle) {
-  if (handle == nullptr) {
-    return absl::InvalidArgumentError("loaded program handle is null");
-  }
-  auto* ours = dynamic_cast<const StreamLoadedProgramHandle*>(handle);
-  if (ours == nullptr) {
-    return absl::InvalidArgumentError(
-        "Invalid loaded program handle: not a handle of a grpc:// or local:// "
-        "driver");
-  }
-  absl::Status status = CheckInfo(ours->info(), "loaded program handle");
-  if (!status.ok()) return status;
-  return ours;
+  return CheckHandle<StreamLoadedProgramHandle>(handle,
+                                                "loaded program handle");
 }
 
 absl::StatusOr<const StreamCompiledProgramHandle*> StreamDriver::CheckCompiled(
     const CompiledProgramHandle* handle) {
-  if (handle == nullptr) {
-    return absl::InvalidArgumentError("compiled program handle is null");
-  }
-  auto* ours = dynamic_cast<const StreamCompiledProgramHandle*>(handle);
-  if (ours == nullptr) {
-    return absl::InvalidArgumentError(
-        "Invalid compiled program handle: not a handle of a grpc:// or "
-        "local:// driver");
-  }
-  absl::Status status = CheckInfo(ours->info(), "compiled program handle");
-  if (!status.ok()) return status;
-  return ours;
+  return CheckHandle<StreamCompiledProgramHandle>(handle,
+                                                  "compiled program handle");
 }
 
 std::shared_ptr<CompletionEvent> StreamDriver::NewEvent() {

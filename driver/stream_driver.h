@@ -122,6 +122,10 @@ class StreamDriver : public TpuDriver {
   StreamChannel* ChannelOrAny(int32_t core_id);
 
   // Handle checks: INVALID_ARGUMENT for null, foreign or stale handles.
+  // `what` names the handle in the messages ("source buffer").
+  template <typename Ours, typename Handle>
+  absl::StatusOr<const Ours*> CheckHandle(const Handle* handle,
+                                          absl::string_view what);
   absl::StatusOr<const StreamBufferHandle*> CheckBuffer(
       const BufferHandle* handle, absl::string_view what);
   absl::StatusOr<const StreamLoadedProgramHandle*> CheckLoaded(

@@ -485,10 +485,15 @@ std::shared_ptr<Event> PodDriver::ForwardOnBuffer(
 
 template <typename Entry, typename Handle>
 std::shared_ptr<Event> PodDriver::ScheduleRelease(
-    const char* kind, std::vector<std::shared_ptr<PodOp>> deps, int64_t id,
+    const char* kind, absl::Span<Event* const> wait_for,
+    const std::shared_ptr<PodOp>& handle_op,
     absl::flat_hash_map<int64_t, Entry> PodDriver::*table,
     std::shared_ptr<Event> (TpuDriver::*release)(std::unique_ptr<Handle>,
                                                  absl::Span<Event* const>)) {
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) return FailedEvent(kind, deps.status());
+  deps->push_back(handle_op);
+  const int64_t id = handle_op->id();
   // Takes the worker handle out of the table and releases it; returns the
   // worker's event, or null if there was nothing to release.
   auto take = [this, id, table,
@@ -508,7 +513,7 @@ std::shared_ptr<Event> PodDriver::ScheduleRelease(
                                                     {});
   };
   return MakeEvent(scheduler_.Schedule(
-      kind, deps,
+      kind, *deps,
       [this, take, id](int64_t, PodScheduler::Done done) {
         int worker = -1;
         std::shared_ptr<Event> event = take(&worker);
@@ -614,10 +619,7 @@ std::shared_ptr<Event> PodDriver::Deallocate(
     std::unique_ptr<BufferHandle> handle, absl::Span<Event* const> wait_for) {
   auto buffer = AsPodBuffer(handle.get(), "The buffer to deallocate");
   if (!buffer.ok()) return FailedEvent("Deallocate", buffer.status());
-  auto deps = Dependencies(wait_for);
-  if (!deps.ok()) return FailedEvent("Deallocate", deps.status());
-  deps->push_back((*buffer)->op());
-  return ScheduleRelease("Deallocate", *std::move(deps), (*buffer)->id(),
+  return ScheduleRelease("Deallocate", wait_for, (*buffer)->op(),
                          &PodDriver::buffers_, &TpuDriver::Deallocate);
 }
 
@@ -843,10 +845,7 @@ std::shared_ptr<Event> PodDriver::UnloadProgram(
     absl::Span<Event* const> wait_for) {
   auto loaded = AsPodLoaded(handle.get(), "unload");
   if (!loaded.ok()) return FailedEvent("UnloadProgram", loaded.status());
-  auto deps = Dependencies(wait_for);
-  if (!deps.ok()) return FailedEvent("UnloadProgram", deps.status());
-  deps->push_back((*loaded)->op());
-  return ScheduleRelease("UnloadProgram", *std::move(deps), (*loaded)->id(),
+  return ScheduleRelease("UnloadProgram", wait_for, (*loaded)->op(),
                          &PodDriver::loaded_, &TpuDriver::UnloadProgram);
 }
 

@@ -228,14 +228,15 @@ class PodDriver : public TpuDriver {
       std::vector<std::shared_ptr<PodOp>> deps, std::vector<int64_t> children,
       AllocateFn allocate);
 
-  // Schedules the release of the worker resource that `(this->*table)[id]`
-  // holds (a Buffer or a Loaded): `release` hands it back to its worker.
-  // Deallocate and UnloadProgram consume their handle, so the resource is
-  // released even when a dependency failed (the operation still reports
-  // that failure).
+  // Schedules, after `wait_for` and `handle_op`, the release of the worker
+  // resource that `(this->*table)[handle_op->id()]` holds (a Buffer or a
+  // Loaded): `release` hands it back to its worker. Deallocate and
+  // UnloadProgram consume their handle, so the resource is released even
+  // when a dependency failed (the operation still reports that failure).
   template <typename Entry, typename Handle>
   std::shared_ptr<Event> ScheduleRelease(
-      const char* kind, std::vector<std::shared_ptr<PodOp>> deps, int64_t id,
+      const char* kind, absl::Span<Event* const> wait_for,
+      const std::shared_ptr<PodOp>& handle_op,
       absl::flat_hash_map<int64_t, Entry> PodDriver::*table,
       std::shared_ptr<Event> (TpuDriver::*release)(std::unique_ptr<Handle>,
                                                    absl::Span<Event* const>));

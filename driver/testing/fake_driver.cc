@@ -221,52 +221,29 @@ class FakeDriver : public TpuDriver {
   std::shared_ptr<Event> Deallocate(
       std::unique_ptr<BufferHandle> handle,
       absl::Span<Event* const> wait_for) override {
-    absl::StatusOr<const FakeBufferHandle*> fake = Check(handle.get());
-    if (!fake.ok()) return ManualEvent::Done(fake.status());
-    return s_->Issue(this, "Deallocate", Deps(wait_for, {(*fake)->ready.get()}),
-                     [s = s_, b = (*fake)->buffer]() {
-                       absl::Status status = CheckAllocated(*b);
-                       if (!status.ok()) return status;
-                       b->freed = true;
-                       absl::MutexLock lock(&s->mu);
-                       --s->live_buffers;
-                       s->hbm_in_use[b->core] -= b->bytes;
-                       return absl::OkStatus();
-                     });
+    return OnBuffer("Deallocate", handle.get(), wait_for,
+                    [s = s_](FakeBuffer& b) {
+                      b.freed = true;
+                      absl::MutexLock lock(&s->mu);
+                      --s->live_buffers;
+                      s->hbm_in_use[b.core] -= b.bytes;
+                    });
   }
 
   std::shared_ptr<Event> TransferToDevice(
       const void* src, BufferHandle* dst,
       absl::Span<Event* const> wait_for) override {
-    absl::StatusOr<const FakeBufferHandle*> fake = Check(dst);
-    if (!fake.ok()) return ManualEvent::Done(fake.status());
-    return s_->Issue(this, "TransferToDevice",
-                     Deps(wait_for, {(*fake)->ready.get()}),
-                     [src, b = (*fake)->buffer]() {
-                       absl::Status status = CheckAllocated(*b);
-                       if (!status.ok()) return status;
-                       if (!b->data.empty()) {
-                         std::memcpy(b->data.data(), src, b->data.size());
-                       }
-                       return absl::OkStatus();
-                     });
+    return OnBuffer("TransferToDevice", dst, wait_for, [src](FakeBuffer& b) {
+      if (!b.data.empty()) std::memcpy(b.data.data(), src, b.data.size());
+    });
   }
 
   std::shared_ptr<Event> TransferFromDevice(
       const BufferHandle* src, void* dst,
       absl::Span<Event* const> wait_for) override {
-    absl::StatusOr<const FakeBufferHandle*> fake = Check(src);
-    if (!fake.ok()) return ManualEvent::Done(fake.status());
-    return s_->Issue(this, "TransferFromDevice",
-                     Deps(wait_for, {(*fake)->ready.get()}),
-                     [dst, b = (*fake)->buffer]() {
-                       absl::Status status = CheckAllocated(*b);
-                       if (!status.ok()) return status;
-                       if (!b->data.empty()) {
-                         std::memcpy(dst, b->data.data(), b->data.size());
-                       }
-                       return absl::OkStatus();
-                     });
+    return OnBuffer("TransferFromDevice", src, wait_for, [dst](FakeBuffer& b) {
+      if (!b.data.empty()) std::memcpy(dst, b.data.data(), b.data.size());
+    });
   }
 
   std::shared_ptr<Event> TransferFromDeviceToDevice(
@@ -448,6 +425,22 @@ class FakeDriver : public TpuDriver {
       return Foreign("loaded program");
     }
     return fake;
+  }
+
+  // Issues `kind` on the buffer of `handle`: once `wait_for` and its
+  // allocation completed, `effect` runs on it if it is allocated and not
+  // freed (else the operation fails FAILED_PRECONDITION).
+  std::shared_ptr<Event> OnBuffer(const char* kind, const BufferHandle* handle,
+                                  absl::Span<Event* const> wait_for,
+                                  std::function<void(FakeBuffer&)> effect) {
+    absl::StatusOr<const FakeBufferHandle*> fake = Check(handle);
+    if (!fake.ok()) return ManualEvent::Done(fake.status());
+    return s_->Issue(this, kind, Deps(wait_for, {(*fake)->ready.get()}),
+                     [b = (*fake)->buffer, effect = std::move(effect)]() {
+                       absl::Status status = CheckAllocated(*b);
+                       if (status.ok()) effect(*b);
+                       return status;
+                     });
   }
 
   // `wait_for` and the creators of the handles an operation names.

@@ -46,6 +46,13 @@ void AfterAll(const std::vector<Event*>& deps,
   arrive(absl::OkStatus());
 }
 
+// A copy of one of the state's fields, read under its lock.
+template <typename T>
+T Read(FakeWorker::State& state, T FakeWorker::State::*field) {
+  absl::MutexLock lock(&state.mu);
+  return state.*field;
+}
+
 }  // namespace
 
 // out[0] byte i = in[0] byte i + 1.
@@ -233,23 +240,23 @@ bool FakeWorker::AwaitHeld(int count, absl::Duration timeout) {
 }
 
 int64_t FakeWorker::live_buffers() {
-  absl::MutexLock lock(&state_->mu);
-  return state_->live_buffers;
+  return Read(*state_, &State::live_buffers);
 }
-
 int64_t FakeWorker::live_loaded_programs() {
-  absl::MutexLock lock(&state_->mu);
-  return state_->live_loaded;
+  return Read(*state_, &State::live_loaded);
 }
-
 int64_t FakeWorker::drivers_open() {
-  absl::MutexLock lock(&state_->mu);
-  return state_->drivers_open;
+  return Read(*state_, &State::drivers_open);
 }
-
-int64_t FakeWorker::resets() {
-  absl::MutexLock lock(&state_->mu);
-  return state_->resets;
+int64_t FakeWorker::resets() { return Read(*state_, &State::resets); }
+std::optional<xla::DeviceAssignmentProto> FakeWorker::last_assignment() {
+  return Read(*state_, &State::last_assignment);
+}
+std::vector<int32_t> FakeWorker::executed_cores() {
+  return Read(*state_, &State::executed_cores);
+}
+int32_t FakeWorker::last_num_replicas() {
+  return Read(*state_, &State::last_num_replicas);
 }
 
 int64_t FakeWorker::issued(const std::string& kind) {
@@ -264,21 +271,6 @@ std::optional<xla::DeviceAssignmentProto> FakeWorker::last_assignment(
   auto it = state_->assignments.find(core);
   if (it == state_->assignments.end()) return std::nullopt;
   return it->second;
-}
-
-std::optional<xla::DeviceAssignmentProto> FakeWorker::last_assignment() {
-  absl::MutexLock lock(&state_->mu);
-  return state_->last_assignment;
-}
-
-std::vector<int32_t> FakeWorker::executed_cores() {
-  absl::MutexLock lock(&state_->mu);
-  return state_->executed_cores;
-}
-
-int32_t FakeWorker::last_num_replicas() {
-  absl::MutexLock lock(&state_->mu);
-  return state_->last_num_replicas;
 }
 
 const std::string& FakeWorker::name() const { return state_->options.name; }

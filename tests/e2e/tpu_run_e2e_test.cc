@@ -31,16 +31,8 @@ using e2e::ParseProgram;
 using tools::CommandResult;
 using tools::ReadFileOrEmpty;
 using tools::RunCommand;
-
-std::string Runfile(const std::string& path) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/software_tpu/", path);
-}
-
-std::string TmpDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
+using tools::RunfilePath;
+using tools::ScratchDir;
 
 NpyArray FloatArray(std::vector<int64_t> shape, std::vector<float> values) {
   NpyArray a;
@@ -65,8 +57,8 @@ class TpuRunTest : public ::testing::Test {
   static void SetUpTestSuite() {
     absl::StatusOr<std::unique_ptr<tools::ServerProcess>> emulator =
         tools::ServerProcess::Start(
-            {Runfile("tools/tpu_emulator/tpu_emulator"), "--port=0"}, TmpDir(),
-            "emulator", absl::Seconds(30));
+            {RunfilePath("tools/tpu_emulator/tpu_emulator"), "--port=0"},
+            ScratchDir(), "emulator", absl::Seconds(30));
     ASSERT_TRUE(emulator.ok()) << emulator.status();
     emulator_ = emulator->release();
     target_ = new std::string(absl::StrCat("grpc://", emulator_->address()));
@@ -84,7 +76,7 @@ class TpuRunTest : public ::testing::Test {
 
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = absl::StrCat(TmpDir(), "/", info->name());
+    dir_ = absl::StrCat(ScratchDir(), "/", info->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -111,7 +103,7 @@ class TpuRunTest : public ::testing::Test {
   }
 
   CommandResult Run(std::vector<std::string> flags) {
-    std::vector<std::string> argv = {Runfile("tools/tpu_run/tpu_run")};
+    std::vector<std::string> argv = {RunfilePath("tools/tpu_run/tpu_run")};
     argv.insert(argv.end(), flags.begin(), flags.end());
     absl::StatusOr<CommandResult> result = RunCommand(argv, absl::Seconds(120));
     EXPECT_TRUE(result.ok()) << result.status();
@@ -269,10 +261,11 @@ TEST_F(TpuRunTest, CorpusModulesRunAsDumped) {
     std::vector<std::string> first_run;
     for (int run = 0; run < 2; ++run) {
       fs::remove_all(dir_ + "/out");
-      CommandResult result = Run(
-          {TargetFlag(),
-           absl::StrCat("--module=", Runfile("hlo/text/testdata/" + c.file)),
-           "--random_inputs", OutputsFlag()});
+      CommandResult result =
+          Run({TargetFlag(),
+               absl::StrCat("--module=",
+                            RunfilePath("hlo/text/testdata/" + c.file)),
+               "--random_inputs", OutputsFlag()});
       ASSERT_EQ(result.exit_code, 0) << result.err;
       for (size_t j = 0; j < c.output_shapes.size(); ++j) {
         const std::string bytes = OutputBytes(0, static_cast<int>(j));

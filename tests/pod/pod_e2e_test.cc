@@ -32,6 +32,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using tools::RunfilePath;
+using tools::ScratchDir;
 using tools::ServerProcess;
 
 constexpr auto HBM = tpu_driver::HBM;
@@ -50,19 +52,9 @@ ENTRY main {
 }
 )";
 
-// The path of a runfile of this workspace.
-std::string Runfile(const std::string& path) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/software_tpu/", path);
+std::string Emulator() {
+  return RunfilePath("tools/tpu_emulator/tpu_emulator");
 }
-
-// This test's scratch directory.
-std::string TmpDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
-
-std::string Emulator() { return Runfile("tools/tpu_emulator/tpu_emulator"); }
 
 // Starts `count` workers with `flags` (plus per-worker `--host_id=i` when
 // `slice`). Fails the test if any cannot start.
@@ -78,7 +70,7 @@ std::vector<std::unique_ptr<ServerProcess>> StartWorkers(
       argv.push_back(absl::StrCat("--host_id=", i));
     }
     auto worker =
-        ServerProcess::Start(argv, TmpDir(), absl::StrCat(name, "_", i));
+        ServerProcess::Start(argv, ScratchDir(), absl::StrCat(name, "_", i));
     EXPECT_TRUE(worker.ok()) << worker.status();
     if (worker.ok()) workers.push_back(*std::move(worker));
   }
@@ -337,7 +329,9 @@ TEST(PodE2EKillTest, KilledWorkerFailsItsOperationsWhileOthersKeepWorking) {
   for (auto& event : in_flight) {
     absl::Status s = Await(event);
     EXPECT_TRUE(s.ok() || s.code() == absl::StatusCode::kUnavailable) << s;
-    if (!s.ok()) EXPECT_THAT(std::string(s.message()), HasSubstr(dead)) << s;
+    if (!s.ok()) {
+      EXPECT_THAT(std::string(s.message()), HasSubstr(dead)) << s;
+    }
   }
   // From then on the pod knows the worker is gone: what is routed to it
   // fails at once, with the reason, without waiting for any connection
@@ -407,7 +401,7 @@ TEST(PodE2EKillTest, KilledWorkerFailsItsOperationsWhileOthersKeepWorking) {
 // The "done when" of the pod driver: tpu_run runs a replicated module across
 // three emulator processes with correct per-replica outputs.
 TEST_F(PodE2ETest, TpuRunRunsAReplicatedModuleAcrossThreeWorkers) {
-  const std::string dir = absl::StrCat(TmpDir(), "/tpu_run");
+  const std::string dir = absl::StrCat(ScratchDir(), "/tpu_run");
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string module = absl::StrCat(dir, "/module.hlo");
@@ -423,11 +417,11 @@ TEST_F(PodE2ETest, TpuRunRunsAReplicatedModuleAcrossThreeWorkers) {
                   std::ios::binary)
         << SerializeNpy(input);
   }
-  const std::string command =
-      absl::StrCat(Runfile("tools/tpu_run/tpu_run"), " --target=", Address(),
-                   " --module=", module, " --replicas=6 --inputs_dir=", dir,
-                   "/in --outputs_dir=", dir, "/out --execute_max_time=60s > ",
-                   dir, "/stdout 2> ", dir, "/stderr");
+  const std::string command = absl::StrCat(
+      RunfilePath("tools/tpu_run/tpu_run"), " --target=", Address(),
+      " --module=", module, " --replicas=6 --inputs_dir=", dir,
+      "/in --outputs_dir=", dir, "/out --execute_max_time=60s > ", dir,
+      "/stdout 2> ", dir, "/stderr");
   const int exit_code = std::system(command.c_str());
   std::ifstream err(absl::StrCat(dir, "/stderr"));
   std::string err_text((std::istreambuf_iterator<char>(err)),

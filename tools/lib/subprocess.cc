@@ -30,9 +30,7 @@ int ExitCode(int status) {
 
 std::string TempPath(absl::string_view name) {
   static std::atomic<int> counter{0};
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name, "_", getpid(),
-                      "_", counter++);
+  return absl::StrCat(ScratchDir(), "/", name, "_", getpid(), "_", counter++);
 }
 
 }  // namespace
@@ -146,6 +144,23 @@ std::string ServerProcess::Stderr() const {
 }
 
 void ServerProcess::Kill() { process_->Stop(SIGKILL, absl::Seconds(10)); }
+
+std::string RunfilePath(const std::string& path, const char* argv0) {
+  std::string root = ".";
+  if (const char* dir = std::getenv("TEST_SRCDIR"); dir != nullptr) {
+    root = dir;
+  } else if (const char* dir = std::getenv("RUNFILES_DIR"); dir != nullptr) {
+    root = dir;
+  } else if (argv0 != nullptr && *argv0 != '\0') {
+    root = absl::StrCat(argv0, ".runfiles");
+  }
+  return absl::StrCat(root, "/software_tpu/", path);
+}
+
+std::string ScratchDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
 
 std::string ReadFileOrEmpty(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -98,6 +98,15 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
 // The whole file, or "" if it cannot be read.
 std::string ReadFileOrEmpty(const std::string& path);
 
+// `path` (relative to this workspace's root) among the runfiles of the
+// running test or binary: under $TEST_SRCDIR or $RUNFILES_DIR if set (bazel
+// test, bazel run), else under "<argv0>.runfiles" (a binary run from
+// bazel-bin), else under the current directory.
+std::string RunfilePath(const std::string& path, const char* argv0 = nullptr);
+
+// A scratch directory: $TEST_TMPDIR under bazel test, else /tmp.
+std::string ScratchDir();
+
 }  // namespace tpu::tools
 
 #endif  // SOFTWARE_TPU_TOOLS_LIB_SUBPROCESS_H_
