@@ -56,6 +56,13 @@ class HloLexer {
     ++pos_;
     return true;
   }
+  // Consumes `c` if it is at the cursor, without skipping space (for
+  // separators inside a token group such as "3x3" or "0_1").
+  bool TryConsumeRaw(char c) {
+    if (PeekRaw() != c) return false;
+    ++pos_;
+    return true;
+  }
   // Skips space; consumes `s` if the text continues with it.
   bool TryConsume(absl::string_view s);
 
