@@ -88,7 +88,8 @@ class HloLexer {
   // if there is none or it overflows.
   bool ConsumeInt64(int64_t* value);
 
-  // Skips space and reads a double-quoted string with C escapes. On success
+  // Skips space and reads a string in double or single quotes (XLA's lexer
+  // takes both, e.g. mesh axis names 'x') with C escapes. On success
   // `raw` is the text between the quotes, still escaped. Returns false if
   // there is no string or it is unterminated (cursor moved to the problem).
   bool ConsumeQuoted(absl::string_view* raw);

@@ -78,6 +78,40 @@ std::string ModuleHeader(const xla::HloModuleProto& m) {
   return out;
 }
 
+// The stack-frame tables, as XLA prints them after the module attributes;
+// nothing when the module has none. Parents print one higher than stored.
+std::string StackFrameTables(const xla::StackFrameIndexProto& index) {
+  if (index.file_names_size() + index.function_names_size() +
+          index.file_locations_size() + index.stack_frames_size() ==
+      0) {
+    return "";
+  }
+  std::string out = "\nFileNames\n";
+  for (int i = 0; i < index.file_names_size(); ++i) {
+    absl::StrAppend(&out, i + 1, " ", Quoted(index.file_names(i)), "\n");
+  }
+  out += "\nFunctionNames\n";
+  for (int i = 0; i < index.function_names_size(); ++i) {
+    absl::StrAppend(&out, i + 1, " ", Quoted(index.function_names(i)), "\n");
+  }
+  out += "\nFileLocations\n";
+  for (int i = 0; i < index.file_locations_size(); ++i) {
+    const auto& l = index.file_locations(i);
+    absl::StrAppend(&out, i + 1, " {file_name_id=", l.file_name_id(),
+                    " function_name_id=", l.function_name_id(),
+                    " line=", l.line(), " end_line=", l.end_line(),
+                    " column=", l.column(), " end_column=", l.end_column(),
+                    "}\n");
+  }
+  out += "\nStackFrames\n";
+  for (int i = 0; i < index.stack_frames_size(); ++i) {
+    const auto& f = index.stack_frames(i);
+    absl::StrAppend(&out, i + 1, " {file_location_id=", f.file_location_id(),
+                    " parent_frame_id=", f.parent_frame_id() + 1, "}\n");
+  }
+  return out;
+}
+
 // "%name (p: f32[2], ...) -> f32[2]"; informational: the parser reads the
 // parameters from the body.
 void AppendSignature(const xla::HloComputationProto& c, std::string* out) {
@@ -146,6 +180,7 @@ void AppendComputation(const xla::HloModuleProto& m,
 std::string PrintHloModule(const xla::HloModuleProto& module) {
   const InstructionPrinter printer(&module);
   std::string out = ModuleHeader(module);
+  out += StackFrameTables(module.stack_frame_index());
   for (const xla::HloComputationProto& c : module.computations()) {
     AppendComputation(module, c, printer, &out);
   }

@@ -1,4 +1,5 @@
-// The module: "HloModule name, attr=value, ..." and then the computations.
+// The module: "HloModule name, attr=value, ...", the stack-frame tables and
+// then the computations.
 
 #include <cstdint>
 
@@ -13,9 +14,12 @@ absl::Status Parser::ParseModule(xla::HloModuleProto* module) {
   absl::string_view name = lexer_.ConsumeName();
   if (name.empty()) return Expected("module name");
   module->set_name(std::string(name));
+  // Older XLA wrote "HloModule name:" (XLA's lexer reads "name:" as a name).
+  if (lexer_.PeekRaw() == ':') lexer_.set_pos(lexer_.pos() + 1);
   while (lexer_.TryConsume(',')) {
     HLO_RETURN_IF_ERROR(ParseModuleAttribute(module));
   }
+  HLO_RETURN_IF_ERROR(ParseStackFrameIndex(module));
   while (!lexer_.AtEnd()) {
     HLO_RETURN_IF_ERROR(ParseComputation());
   }

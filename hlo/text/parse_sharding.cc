@@ -1,6 +1,7 @@
 // Shardings ({replicated}, {devices=[2,2]0,1,2,3 last_tile_dim_replicate},
 // {maximal device=1}, tuples {...}) and replica groups ({{0,1},{2,3}} or the
-// iota form [2,2]<=[4]), which share the iota device-list syntax.
+// iota form [2,2]<=[4]), which share the iota device-list syntax. Named
+// shardings ({mesh[...], ...}) are in parse_named_sharding.cc.
 
 #include <algorithm>
 #include <cstddef>
@@ -15,7 +16,24 @@
 namespace tpu::hlo::text_internal {
 namespace {
 
-// Device ids of an iota list: iota(prod(reshape)) reshaped, then transposed.
+// The OpSharding type a word names, for last_tile_dims; false if none.
+bool SubgroupType(absl::string_view word, xla::OpSharding::Type* type) {
+  if (word == "replicated") {
+    *type = xla::OpSharding::REPLICATED;
+  } else if (word == "manual") {
+    *type = xla::OpSharding::MANUAL;
+  } else if (word == "unreduced") {
+    *type = xla::OpSharding::UNREDUCED;
+  } else if (word == "maximal") {
+    *type = xla::OpSharding::MAXIMAL;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<int64_t> ExpandIota(const std::vector<int64_t>& reshape,
                                 const std::vector<int64_t>& perm) {
   const size_t rank = reshape.size();
@@ -39,28 +57,15 @@ std::vector<int64_t> ExpandIota(const std::vector<int64_t>& reshape,
   return result;
 }
 
-// The OpSharding type a word names, for last_tile_dims; false if none.
-bool SubgroupType(absl::string_view word, xla::OpSharding::Type* type) {
-  if (word == "replicated") {
-    *type = xla::OpSharding::REPLICATED;
-  } else if (word == "manual") {
-    *type = xla::OpSharding::MANUAL;
-  } else if (word == "unreduced") {
-    *type = xla::OpSharding::UNREDUCED;
-  } else if (word == "maximal") {
-    *type = xla::OpSharding::MAXIMAL;
-  } else {
-    return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 absl::Status Parser::ParseIotaList(std::vector<int64_t>* reshape,
                                    std::vector<int64_t>* perm) {
   // '<=' '[' dims ']' ['T' '(' perm ')']
   HLO_RETURN_IF_ERROR(ExpectStr("<="));
+  return ParseIotaReshape(reshape, perm);
+}
+
+absl::Status Parser::ParseIotaReshape(std::vector<int64_t>* reshape,
+                                      std::vector<int64_t>* perm) {
   HLO_RETURN_IF_ERROR(Expect('['));
   const size_t at = lexer_.pos();
   reshape->clear();
@@ -143,6 +148,9 @@ absl::Status Parser::ParseSharding(xla::OpSharding* sharding) {
       HLO_RETURN_IF_ERROR(Expect(','));
     }
   }
+  if (StartsNamedSharding()) {
+    return ParseNamedSharding(sharding->mutable_named_sharding());
+  }
   bool maximal = false;
   while (!lexer_.TryConsume('}')) {
     lexer_.SkipSpace();
@@ -171,7 +179,7 @@ absl::Status Parser::ParseSharding(xla::OpSharding* sharding) {
       HLO_RETURN_IF_ERROR(ParseLastTileDims(sharding));
     } else if (word == "metadata") {
       HLO_RETURN_IF_ERROR(Expect('='));
-      HLO_RETURN_IF_ERROR(ParseShardingMetadata(sharding));
+      HLO_RETURN_IF_ERROR(ParseMetadataList(sharding->mutable_metadata()));
     } else if (word == "shard_as" || word == "shard_like") {
       HLO_RETURN_IF_ERROR(ParseInt(&value));
       sharding->set_is_shard_group(true);
@@ -231,18 +239,28 @@ absl::Status Parser::ParseLastTileDims(xla::OpSharding* sharding) {
 }
 
 // Either one metadata "{...}" or a list "{{...}, {...}}".
-absl::Status Parser::ParseShardingMetadata(xla::OpSharding* sharding) {
+absl::Status Parser::ParseMetadataList(
+    google::protobuf::RepeatedPtrField<xla::OpMetadata>* metadata) {
   const size_t brace = lexer_.pos();
   HLO_RETURN_IF_ERROR(Expect('{'));
   if (lexer_.Peek() == '{' || lexer_.Peek() == '}') {
     while (!lexer_.TryConsume('}')) {
-      HLO_RETURN_IF_ERROR(ParseMetadata(sharding->add_metadata()));
+      HLO_RETURN_IF_ERROR(ParseMetadata(metadata->Add()));
       lexer_.TryConsume(',');
     }
     return absl::OkStatus();
   }
   lexer_.set_pos(brace);
-  return ParseMetadata(sharding->add_metadata());
+  return ParseMetadata(metadata->Add());
+}
+
+// Named shardings start with the mesh: "mesh[" or "maximal_mesh[".
+bool Parser::StartsNamedSharding() {
+  lexer_.SkipSpace();
+  const size_t at = lexer_.pos();
+  const absl::string_view word = lexer_.ConsumeWord();
+  lexer_.set_pos(at);
+  return word == "mesh" || word == "maximal_mesh";
 }
 
 }  // namespace tpu::hlo::text_internal

@@ -182,6 +182,13 @@ class Parser {
   absl::Status ParseEntryComputationLayout();
   absl::Status ParseInputOutputAlias(xla::HloModuleProto* module);
   absl::Status ParseBufferDonor(xla::HloModuleProto* module);
+  // Stack-frame tables after the module attributes (parse_stack_frames.cc).
+  absl::Status ParseStackFrameIndex(xla::HloModuleProto* module);
+  absl::Status ParseNumberedStrings(
+      google::protobuf::RepeatedPtrField<std::string>* out);
+  absl::Status ParseFileLocation(
+      xla::StackFrameIndexProto::FileLocation* location);
+  absl::Status ParseStackFrame(xla::StackFrameIndexProto::StackFrame* frame);
   // "param, {index}" of an alias or donor entry.
   absl::Status ParseParameterAndIndex(
       int64_t* param, google::protobuf::RepeatedField<int64_t>* index);
@@ -204,7 +211,25 @@ class Parser {
                              std::vector<int64_t>* perm);
   absl::Status ParseTileAssignment(xla::OpSharding* sharding);
   absl::Status ParseLastTileDims(xla::OpSharding* sharding);
-  absl::Status ParseShardingMetadata(xla::OpSharding* sharding);
+  absl::Status ParseIotaReshape(std::vector<int64_t>* reshape,
+                                std::vector<int64_t>* perm);
+  absl::Status ParseMetadataList(
+      google::protobuf::RepeatedPtrField<xla::OpMetadata>* metadata);
+  bool StartsNamedSharding();
+
+  // Named shardings (parse_named_sharding.cc).
+  absl::Status ParseNamedSharding(xla::NamedShardingProto* sharding);
+  absl::Status ParseNamedShardingMetadata(xla::NamedShardingProto* sharding);
+  absl::Status ParseMesh(xla::MeshProto* mesh, bool* maximal);
+  absl::Status ParseMeshDeviceIds(xla::MeshProto* mesh);
+  absl::Status ParseAxisName(std::string* name);
+  absl::Status ParseAxisRef(const xla::MeshProto& mesh,
+                            xla::AxisRefProto* axis);
+  absl::Status ParseAxisRefList(
+      const xla::MeshProto& mesh,
+      google::protobuf::RepeatedPtrField<xla::AxisRefProto>* axes);
+  absl::Status ParseDimensionShardings(const xla::MeshProto& mesh,
+                                       xla::NamedShardingProto* sharding);
 
   // Literals.
   absl::Status ParseArrayElements(const xla::ShapeProto& shape, int dim,
@@ -244,6 +269,11 @@ class Parser {
   xla::ProgramShapeProto entry_layout_;
   xla::ShapeProto scratch_shape_;  // Reused for operand shapes.
 };
+
+// Device ids of an iota list: iota(prod(reshape)) reshaped to `reshape`,
+// then transposed by `perm` (parse_sharding.cc).
+std::vector<int64_t> ExpandIota(const std::vector<int64_t>& reshape,
+                                const std::vector<int64_t>& perm);
 
 // --- Templates --------------------------------------------------------------
 

@@ -1,6 +1,7 @@
-// Values of the structured attributes: metadata, shardings, frontend
-// attributes, windows, convolution dim_labels, replica groups and backend
-// configs; and the small text helpers the printer shares.
+// Values of the structured attributes: metadata, frontend attributes,
+// windows, convolution dim_labels, replica groups and backend configs; and
+// the small text helpers the printer shares. Shardings are in
+// print_sharding.cc.
 
 #include <algorithm>
 #include <cstdint>
@@ -17,66 +18,6 @@
 #include "hlo/text/printer_internal.h"
 
 namespace tpu::hlo::text_internal {
-namespace {
-
-absl::string_view SubgroupName(int type) {
-  switch (type) {
-    case xla::OpSharding::MANUAL:
-      return "manual";
-    case xla::OpSharding::UNREDUCED:
-      return "unreduced";
-    case xla::OpSharding::MAXIMAL:
-      return "maximal";
-    default:
-      return "replicated";
-  }
-}
-
-// devices=[dims]ids or devices=[dims]<=[reshape]T(perm), then the subgroup
-// markers.
-void AppendTileAssignment(const xla::OpSharding& s, std::string* out) {
-  absl::StrAppend(out, "devices=[",
-                  absl::StrJoin(s.tile_assignment_dimensions(), ","), "]");
-  if (s.iota_reshape_dims_size() > 0) {
-    absl::StrAppend(out, "<=[", absl::StrJoin(s.iota_reshape_dims(), ","), "]");
-    bool identity = true;
-    for (int i = 0; i < s.iota_transpose_perm_size(); ++i) {
-      identity &= s.iota_transpose_perm(i) == i;
-    }
-    if (!identity) {
-      absl::StrAppend(out, "T(", absl::StrJoin(s.iota_transpose_perm(), ","),
-                      ")");
-    }
-  } else {
-    absl::StrAppend(out, absl::StrJoin(s.tile_assignment_devices(), ","));
-  }
-  if (s.replicate_on_last_tile_dim()) *out += " last_tile_dim_replicate";
-  if (s.last_tile_dims_size() > 0) {
-    std::vector<absl::string_view> names;
-    for (int t : s.last_tile_dims()) names.push_back(SubgroupName(t));
-    absl::StrAppend(out, " last_tile_dims={", absl::StrJoin(names, ", "), "}");
-  }
-}
-
-// Shard group and metadata, after the type.
-void AppendShardingSuffix(const xla::OpSharding& s, std::string* out) {
-  if (s.is_shard_group()) {
-    absl::StrAppend(out,
-                    s.shard_group_type() == xla::OpSharding::AS
-                        ? " shard_as "
-                        : " shard_like ",
-                    s.shard_group_id());
-  }
-  if (s.metadata_size() == 1) {
-    absl::StrAppend(out, " metadata=", PrintMetadata(s.metadata(0)));
-  } else if (s.metadata_size() > 1) {
-    std::vector<std::string> parts;
-    for (const auto& m : s.metadata()) parts.push_back(PrintMetadata(m));
-    absl::StrAppend(out, " metadata={", absl::StrJoin(parts, ", "), "}");
-  }
-}
-
-}  // namespace
 
 std::string Quoted(absl::string_view s) {
   return absl::StrCat("\"", absl::CEscape(s), "\"");
@@ -137,42 +78,6 @@ std::string PrintMetadata(const xla::OpMetadata& m) {
         absl::StrCat("scheduling_name=", Quoted(m.scheduling_name())));
   }
   return absl::StrCat("{", absl::StrJoin(parts, " "), "}");
-}
-
-std::string PrintSharding(const xla::OpSharding& s) {
-  if (s.type() == xla::OpSharding::TUPLE) {
-    std::vector<std::string> parts;
-    for (const auto& element : s.tuple_shardings()) {
-      parts.push_back(PrintSharding(element));
-    }
-    return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
-  }
-  std::string out = "{";
-  switch (s.type()) {
-    case xla::OpSharding::REPLICATED:
-      out += "replicated";
-      break;
-    case xla::OpSharding::MANUAL:
-      out += "manual";
-      break;
-    case xla::OpSharding::UNKNOWN:
-      out += "unknown";
-      break;
-    case xla::OpSharding::UNREDUCED:
-      out += "unreduced";
-      break;
-    case xla::OpSharding::MAXIMAL:
-      absl::StrAppend(&out, "maximal device=",
-                      s.tile_assignment_devices_size() > 0
-                          ? s.tile_assignment_devices(0)
-                          : 0);
-      break;
-    default:
-      AppendTileAssignment(s, &out);
-  }
-  AppendShardingSuffix(s, &out);
-  out += "}";
-  return out;
 }
 
 std::string PrintFrontendAttributes(const xla::FrontendAttributes& attributes) {
