@@ -105,6 +105,10 @@ TEST(CorpusParseTest, EveryModuleParsesAndRoundTrips) {
           ParseHloModule(ReadFile(path));
       if (!first.ok()) {
         EXPECT_TRUE(listed) << key << ": " << first.status();
+        if (listed) {
+          std::cout << "expected failure " << key << " (" << expected.at(key)
+                    << "): " << first.status() << "\n";
+        }
         continue;
       }
       ++parsed;

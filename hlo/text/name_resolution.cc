@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "hlo/text/hlo_text_util.h"
 #include "hlo/text/parser_internal.h"
+#include "hlo/text/shape_inference.h"
 
 namespace tpu::hlo::text_internal {
 
@@ -41,6 +42,9 @@ absl::Status Parser::Resolve(xla::HloModuleProto* module) {
   r.computation_id.resize(num_computations);
   r.instruction_id.resize(num_computations);
   for (int c : r.order) HLO_RETURN_IF_ERROR(OrderInstructions(c, &r));
+  // Callees first, operands first: what an instruction's shape depends on is
+  // known when it is reached.
+  for (int c : r.order) HLO_RETURN_IF_ERROR(InferShapes(c, r));
   // Needs the operands' element types: before the protos move out.
   SetDefaultComparisonTypes();
   for (int c : r.order) {
@@ -54,10 +58,12 @@ absl::Status Parser::Resolve(xla::HloModuleProto* module) {
 }
 
 // Computation names are unique; at most one ENTRY (else the last one).
+// Computations the parser made get names no text computation has.
 absl::Status Parser::IndexComputations(Resolution* r) {
   const int num_computations = static_cast<int>(computations_.size());
   for (int c = 0; c < num_computations; ++c) {
     const PendingComputation& computation = computations_[c];
+    if (computation.synthesized) continue;
     if (!r->computation_index.emplace(computation.name, c).second) {
       return ErrorAt(
           computation.pos,
@@ -71,6 +77,17 @@ absl::Status Parser::IndexComputations(Resolution* r) {
     }
   }
   if (r->entry < 0) r->entry = num_computations - 1;
+  for (int c = 0; c < num_computations; ++c) {
+    PendingComputation& computation = computations_[c];
+    if (!computation.synthesized) continue;
+    std::string name(computation.name);
+    for (int i = 1; r->computation_index.contains(name); ++i) {
+      name = absl::StrCat(computation.name, ".", i);
+    }
+    owned_names_.push_back(std::move(name));
+    computation.name = owned_names_.back();
+    r->computation_index.emplace(computation.name, c);
+  }
   return absl::OkStatus();
 }
 
@@ -108,6 +125,10 @@ absl::Status Parser::ResolveInstructionNames(
           lookup(ref, "control predecessor", &instruction.control_index));
     }
     for (const NameRef& ref : instruction.called) {
+      if (ref.index >= 0) {  // A computation the parser made.
+        instruction.called_index.push_back(ref.index);
+        continue;
+      }
       if (ref.name.empty()) {
         return ErrorAt(instruction.pos,
                        absl::StrCat("instruction '", instruction.proto.name(),
@@ -225,6 +246,42 @@ absl::Status Parser::OrderInstructions(int c, Resolution* r) {
   r->computation_id[c] = r->next_id++;
   r->instruction_id[c].resize(n);
   for (int index : topo) r->instruction_id[c][index] = r->next_id++;
+  return absl::OkStatus();
+}
+
+// Result shapes the text left out, and the parameter shapes of the
+// computations wrapping async shorthands (the async-start's operand shapes).
+absl::Status Parser::InferShapes(int c, const Resolution& r) {
+  PendingComputation& computation = computations_[c];
+  for (int index : r.instruction_order[c]) {
+    PendingInstruction& instruction = computation.instructions[index];
+    std::vector<const xla::ShapeProto*> operands;
+    for (int op : instruction.operand_index) {
+      operands.push_back(&computation.instructions[op].proto.shape());
+    }
+    if (instruction.async_opcode == "async-start") {
+      PendingComputation& wrapped =
+          computations_[instruction.called_index.at(0)];
+      for (size_t i = 0; i < operands.size(); ++i) {
+        *wrapped.instructions[i].proto.mutable_shape() = *operands[i];
+      }
+    }
+    if (!instruction.infer_shape) continue;
+    std::vector<const xla::ShapeProto*> called;
+    for (int callee : instruction.called_index) {
+      const PendingComputation& k = computations_[callee];
+      called.push_back(&k.instructions[k.root].proto.shape());
+    }
+    absl::StatusOr<xla::ShapeProto> shape =
+        InferShape(instruction.proto, operands, called);
+    if (!shape.ok()) {
+      return ErrorAt(
+          instruction.pos,
+          absl::StrCat("cannot infer the shape of '", instruction.proto.name(),
+                       "': ", shape.status().message()));
+    }
+    *instruction.proto.mutable_shape() = *std::move(shape);
+  }
   return absl::OkStatus();
 }
 

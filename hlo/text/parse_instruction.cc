@@ -111,39 +111,96 @@ absl::Status Parser::ParseInstruction(PendingComputation* computation) {
   const size_t name_pos = lexer_.pos();
   absl::string_view name = lexer_.ConsumeName();
   if (name.empty()) return Expected("instruction name");
-  const int index = static_cast<int>(computation->instructions.size());
-  if (!computation->by_name.emplace(name, index).second) {
+  if (computation->by_name.contains(name)) {
     return ErrorAt(name_pos,
                    absl::StrCat("duplicate instruction name '", name, "'"));
   }
-  if (is_root) {
-    if (computation->root >= 0) {
-      return ErrorAt(start, "computation has more than one ROOT");
-    }
-    computation->root = index;
+  if (is_root && computation->root >= 0) {
+    return ErrorAt(start, "computation has more than one ROOT");
   }
-  computation->instructions.emplace_back();
-  PendingInstruction& instruction = computation->instructions.back();
+  PendingInstruction instruction;
   instruction.pos = name_pos;
-  xla::HloInstructionProto& proto = instruction.proto;
-  proto.set_name(std::string(name));
+  instruction.proto.set_name(std::string(name));
   HLO_RETURN_IF_ERROR(Expect('='));
-  HLO_RETURN_IF_ERROR(ParseShape(proto.mutable_shape()));
+  HLO_RETURN_IF_ERROR(ParseInstructionRhs(computation, &instruction,
+                                          /*allow_attributes=*/true));
+  // Nested instructions were added while reading the operands, so this one
+  // comes after them, as XLA orders them.
+  absl::StatusOr<int> index =
+      AddInstruction(computation, std::move(instruction));
+  if (!index.ok()) return index.status();
+  if (is_root) computation->root = *index;
+  return absl::OkStatus();
+}
+
+absl::Status Parser::ParseInstructionRhs(PendingComputation* computation,
+                                         PendingInstruction* instruction,
+                                         bool allow_attributes) {
+  xla::HloInstructionProto& proto = instruction->proto;
+  lexer_.SkipSpace();
+  // A type name never is an opcode: let ParseShape say what is missing.
+  const bool has_shape = StartsShape() || StartsTypeName();
+  if (has_shape) HLO_RETURN_IF_ERROR(ParseShape(proto.mutable_shape()));
   lexer_.SkipSpace();
   const size_t opcode_pos = lexer_.pos();
+  HLO_RETURN_IF_ERROR(ParseOpcode(has_shape, instruction));
+  HLO_RETURN_IF_ERROR(Expect('('));
+  HLO_RETURN_IF_ERROR(ParseOperands(computation, instruction));
+  SetOpcodeDefaults(instruction);
+  while (allow_attributes && lexer_.TryConsume(',')) {
+    HLO_RETURN_IF_ERROR(ParseAttribute(instruction));
+  }
+  if (instruction->async_wrapped_opcode.empty()) return absl::OkStatus();
+  return FinishAsyncShorthand(computation, instruction, opcode_pos);
+}
+
+// The opcode; without a shape before it, only one whose shape XLA infers.
+// For the async shorthand the proto gets the wrapped opcode until the
+// attributes are read, so that they mean what they mean for that op.
+absl::Status Parser::ParseOpcode(bool has_shape,
+                                 PendingInstruction* instruction) {
+  const size_t opcode_pos = lexer_.pos();
   absl::string_view opcode = lexer_.ConsumeWord();
+  if (!has_shape && (opcode.empty() || !CanInferShape(opcode))) {
+    // Not an opcode XLA infers the shape of: the shape is what is missing.
+    return ExpectedAt(opcode_pos, "shape");
+  }
   if (opcode.empty()) return Expected("opcode");
+  instruction->infer_shape = !has_shape;
+  absl::string_view wrapped;
+  if (AsyncShorthandWrappedOpcode(opcode, &wrapped)) {
+    instruction->async_wrapped_opcode = std::string(wrapped);
+    instruction->async_opcode = std::string(AsyncOpcodeOfShorthand(opcode));
+    instruction->proto.set_opcode(std::string(wrapped));
+    return absl::OkStatus();
+  }
   if (!IsKnownOpcode(opcode)) {
     return ErrorAt(opcode_pos, absl::StrCat("unknown opcode '", opcode, "'"));
   }
-  proto.set_opcode(std::string(opcode));
-  HLO_RETURN_IF_ERROR(Expect('('));
-  HLO_RETURN_IF_ERROR(ParseOperands(computation, &instruction));
-  SetOpcodeDefaults(&instruction);
-  while (lexer_.TryConsume(',')) {
-    HLO_RETURN_IF_ERROR(ParseAttribute(&instruction));
-  }
+  instruction->proto.set_opcode(std::string(opcode));
   return absl::OkStatus();
+}
+
+absl::StatusOr<int> Parser::AddInstruction(PendingComputation* computation,
+                                           PendingInstruction instruction) {
+  const int index = static_cast<int>(computation->instructions.size());
+  computation->instructions.push_back(std::move(instruction));
+  PendingInstruction& added = computation->instructions.back();
+  if (!computation->by_name.emplace(added.proto.name(), index).second) {
+    return ErrorAt(added.pos, absl::StrCat("duplicate instruction name '",
+                                           added.proto.name(), "'"));
+  }
+  return index;
+}
+
+absl::string_view Parser::UniqueName(const PendingComputation& computation,
+                                     absl::string_view base) {
+  std::string name(base);
+  for (int i = 1; computation.by_name.contains(name); ++i) {
+    name = absl::StrCat(base, ".", i);
+  }
+  owned_names_.push_back(std::move(name));
+  return owned_names_.back();
 }
 
 // What stands between the parentheses after the opcode (the '(' is read):
@@ -175,34 +232,29 @@ absl::Status Parser::ParseOperand(PendingComputation* computation,
                                   PendingInstruction* instruction) {
   lexer_.SkipSpace();
   const size_t start = lexer_.pos();
-  bool has_shape = false;
-  if (lexer_.PeekRaw() == '(') {
+  const bool has_shape = StartsShape();
+  if (has_shape) {
     scratch_shape_.Clear();
     HLO_RETURN_IF_ERROR(ParseShape(&scratch_shape_));
-    has_shape = true;
-  } else {
-    // A type name right before '[' starts a shape; anything else is a name.
-    absl::string_view word = lexer_.ConsumeWord();
-    xla::PrimitiveType type;
-    const bool is_shape = !word.empty() && lexer_.PeekRaw() == '[' &&
-                          PrimitiveTypeFromName(word, &type);
-    lexer_.set_pos(start);
-    if (is_shape) {
-      scratch_shape_.Clear();
-      HLO_RETURN_IF_ERROR(ParseShape(&scratch_shape_));
-      has_shape = true;
-    }
   }
   lexer_.SkipSpace();
   NameRef ref;
   ref.pos = lexer_.pos();
+  const bool percent = lexer_.PeekRaw() == '%';
   ref.name = lexer_.ConsumeName();
   if (ref.name.empty()) return Expected("operand name");
+  if (!percent && lexer_.Peek() == '(') {
+    // An opcode, not a name: an instruction written inline.
+    lexer_.set_pos(start);
+    HLO_RETURN_IF_ERROR(ParseNestedInstruction(computation, &ref));
+    instruction->operands.push_back(ref);
+    return absl::OkStatus();
+  }
   if (has_shape) {
     // Check the declared shape when the operand is already known.
     auto it = computation->by_name.find(ref.name);
     if (it != computation->by_name.end() &&
-        &computation->instructions[it->second] != instruction &&
+        !computation->instructions[it->second].infer_shape &&
         !SameDimensions(scratch_shape_,
                         computation->instructions[it->second].proto.shape())) {
       return ErrorAt(start, absl::StrCat("operand '", ref.name,
@@ -212,6 +264,47 @@ absl::Status Parser::ParseOperand(PendingComputation* computation,
   }
   instruction->operands.push_back(ref);
   return absl::OkStatus();
+}
+
+// Named "<opcode>.anon" (then ".anon.1", ...), as XLA names them.
+absl::Status Parser::ParseNestedInstruction(PendingComputation* computation,
+                                            NameRef* ref) {
+  lexer_.SkipSpace();
+  PendingInstruction nested;
+  nested.pos = lexer_.pos();
+  HLO_RETURN_IF_ERROR(ParseInstructionRhs(computation, &nested,
+                                          /*allow_attributes=*/false));
+  ref->name =
+      UniqueName(*computation, absl::StrCat(nested.proto.opcode(), ".anon"));
+  ref->pos = nested.pos;
+  nested.proto.set_name(std::string(ref->name));
+  return AddInstruction(computation, std::move(nested)).status();
+}
+
+// A shape starts with '(' or with a type name right before '['.
+bool Parser::StartsShape() {
+  lexer_.SkipSpace();
+  return lexer_.PeekRaw() == '(' || StartsArrayShape();
+}
+
+bool Parser::StartsTypeName() {
+  lexer_.SkipSpace();
+  const size_t at = lexer_.pos();
+  xla::PrimitiveType type;
+  const bool is_type = PrimitiveTypeFromName(lexer_.ConsumeWord(), &type);
+  lexer_.set_pos(at);
+  return is_type;
+}
+
+bool Parser::StartsArrayShape() {
+  lexer_.SkipSpace();
+  const size_t at = lexer_.pos();
+  absl::string_view word = lexer_.ConsumeWord();
+  xla::PrimitiveType type;
+  const bool is_shape = !word.empty() && lexer_.PeekRaw() == '[' &&
+                        PrimitiveTypeFromName(word, &type);
+  lexer_.set_pos(at);
+  return is_shape;
 }
 
 }  // namespace tpu::hlo::text_internal

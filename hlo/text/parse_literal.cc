@@ -218,14 +218,7 @@ absl::Status Parser::ParseArrayElements(const xla::ShapeProto& shape, int dim,
 }
 
 absl::Status Parser::SkipRepeatedShape() {
-  lexer_.SkipSpace();
-  const size_t at = lexer_.pos();
-  absl::string_view word = lexer_.ConsumeWord();
-  xla::PrimitiveType ignored;
-  const bool is_shape = !word.empty() && lexer_.PeekRaw() == '[' &&
-                        PrimitiveTypeFromName(word, &ignored);
-  lexer_.set_pos(at);
-  if (!is_shape) return absl::OkStatus();
+  if (!StartsArrayShape()) return absl::OkStatus();
   xla::ShapeProto declared;
   return ParseShape(&declared);
 }

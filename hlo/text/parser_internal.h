@@ -26,6 +26,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -46,14 +47,19 @@ namespace tpu::hlo::text_internal {
 // A reference by name to an instruction or computation, resolved after the
 // whole text is read (operands may be defined after their users).
 struct NameRef {
-  absl::string_view name;  // Points into the text.
+  absl::string_view name;  // Into the text or Parser::owned_names_.
   size_t pos = 0;          // For error messages.
+  // A computation the parser made itself (an async wrapper) is referred to
+  // by its index in computations_, not by name.
+  int index = -1;
 };
 
 struct PendingInstruction {
   PendingInstruction() : owned(new xla::HloInstructionProto()), proto(*owned) {}
   PendingInstruction(const PendingInstruction&) = delete;
   PendingInstruction& operator=(const PendingInstruction&) = delete;
+  // The proto stays where it is; the reference follows it.
+  PendingInstruction(PendingInstruction&&) = default;
 
   // Allocated once and handed to the module without copying or swapping.
   std::unique_ptr<xla::HloInstructionProto> owned;
@@ -65,6 +71,13 @@ struct PendingInstruction {
   // Set for compare without type=: the type follows from the operand's
   // element type, known only after resolution.
   bool default_comparison_type = false;
+  // The text gives no result shape; it is inferred after name resolution
+  // (shape_inference.h), as XLA's parser does.
+  bool infer_shape = false;
+  // Written in the async shorthand ("negate-start"): the wrapped opcode
+  // ("negate") and the async opcode it stands for ("async-start").
+  std::string async_wrapped_opcode;
+  std::string async_opcode;
   // Resolved indices (into the computation's instructions / computations_).
   std::vector<int> operand_index;
   std::vector<int> control_index;
@@ -80,6 +93,10 @@ struct PendingComputation {
   std::deque<PendingInstruction> instructions;
   absl::flat_hash_map<absl::string_view, int> by_name;
   int root = -1;
+  // Made by the parser to wrap an async shorthand (XLA's "async_wrapped");
+  // its parameter shapes are the async-start's operand shapes, filled in
+  // during resolution.
+  bool synthesized = false;
 };
 
 class Parser {
@@ -196,10 +213,44 @@ class Parser {
   // Computations and instructions (parse_instruction.cc).
   absl::Status ParseComputation();
   absl::Status ParseInstruction(PendingComputation* computation);
+  // shape opcode(operands)[, attributes]; the shape may be left out where
+  // XLA infers it. Nested instructions take no attributes.
+  absl::Status ParseInstructionRhs(PendingComputation* computation,
+                                   PendingInstruction* instruction,
+                                   bool allow_attributes);
+  absl::Status ParseOpcode(bool has_shape, PendingInstruction* instruction);
   absl::Status ParseOperands(PendingComputation* computation,
                              PendingInstruction* instruction);
   absl::Status ParseOperand(PendingComputation* computation,
                             PendingInstruction* instruction);
+  // True if a shape starts at the cursor (after space): '(' or a type name
+  // right before '['.
+  bool StartsShape();
+  // Only the second form: a type name right before '['.
+  bool StartsArrayShape();
+  // A type name, with or without '[' after it.
+  bool StartsTypeName();
+  // An instruction written as an operand: "add(f32[] constant(1), x)".
+  absl::Status ParseNestedInstruction(PendingComputation* computation,
+                                      NameRef* ref);
+  // Adds a parsed instruction under its name; returns its index.
+  absl::StatusOr<int> AddInstruction(PendingComputation* computation,
+                                     PendingInstruction instruction);
+  // A name not in the text ("constant.anon", "async_param.1"), unique in
+  // `computation`; stored in owned_names_.
+  absl::string_view UniqueName(const PendingComputation& computation,
+                               absl::string_view base);
+
+  // Async shorthand (async_shorthand.cc): "x = shape negate-start(...)" is
+  // an async-start calling a computation that wraps the negate, as XLA
+  // represents it; -update and -done take the start's computation.
+  absl::Status FinishAsyncShorthand(PendingComputation* computation,
+                                    PendingInstruction* instruction,
+                                    size_t opcode_pos);
+  absl::Status WrapAsyncStart(PendingInstruction* start, size_t opcode_pos);
+  absl::Status LinkAsyncUpdateOrDone(const PendingComputation& computation,
+                                     PendingInstruction* instruction,
+                                     size_t opcode_pos);
   // Reads "key=value" after an instruction (parse_attributes.cc).
   absl::Status ParseAttribute(PendingInstruction* instruction);
 
@@ -252,6 +303,7 @@ class Parser {
       PendingComputation* computation, Resolution* r);
   absl::Status OrderComputations(Resolution* r);
   absl::Status OrderInstructions(int c, Resolution* r);
+  absl::Status InferShapes(int c, const Resolution& r);
   void SetDefaultComparisonTypes();
   absl::Status EmitComputation(int c, const Resolution& r,
                                xla::HloComputationProto* out);
@@ -263,6 +315,8 @@ class Parser {
 
   HloLexer lexer_;
   std::deque<PendingComputation> computations_;
+  // Names the parser makes up; a deque so views into them stay valid.
+  std::deque<std::string> owned_names_;
   bool is_scheduled_ = false;
   bool has_entry_layout_ = false;
   size_t entry_layout_pos_ = 0;

@@ -241,5 +241,225 @@ TEST(NamedShardingTest, Errors) {
             "metadata=, got 'sharded'");
 }
 
+// --- Instructions written inline as operands --------------------------------
+
+TEST(NestedInstructionTest, NamedAnonAndPlacedBeforeTheirUser) {
+  const xla::HloModuleProto m = MustParse(R"(HloModule m
+ENTRY e {
+  r = f32[8,7] reshape(f32[1,8,1,7] parameter(0))
+  ROOT a = f32[8,7] add(r, f32[8,7] reshape(f32[56] parameter(1)))
+}
+)");
+  const xla::HloComputationProto& e = m.computations(0);
+  ASSERT_EQ(e.instructions_size(), 5);
+  EXPECT_EQ(Find(m, "parameter.anon").parameter_number(), 0);
+  EXPECT_EQ(Find(m, "parameter.anon.1").parameter_number(), 1);
+  EXPECT_THAT(Find(m, "r").operand_ids(),
+              ElementsAre(Find(m, "parameter.anon").id()));
+  EXPECT_THAT(Find(m, "a").operand_ids(),
+              ElementsAre(Find(m, "r").id(), Find(m, "reshape.anon").id()));
+  EXPECT_EQ(e.root_id(), Find(m, "a").id());
+  EXPECT_EQ(e.program_shape().parameters_size(), 2);
+}
+
+TEST(NestedInstructionTest, LastInstructionStaysTheRoot) {
+  const std::string text = R"(HloModule m
+body {
+  p = s32[] parameter(0)
+  a = s32[] add(p, s32[] constant(1))
+}
+ENTRY e {
+  ROOT w = s32[] while(s32[] constant(0)), condition=c, body=body
+}
+c {
+  x = s32[] parameter(0)
+  ROOT lt = pred[] compare(x, s32[] constant(5)), direction=LT
+}
+)";
+  const xla::HloModuleProto m = MustParse(text);
+  for (const auto& c : m.computations()) {
+    if (c.name() == "body") EXPECT_EQ(c.root_id(), Find(m, "a").id());
+  }
+  EXPECT_EQ(Find(m, "constant.anon").literal().s32s(0), 1);
+  EXPECT_EQ(testing::RoundTripProblem(text), "");
+}
+
+TEST(NestedInstructionTest, Errors) {
+  EXPECT_EQ(ParseErrorOf("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n"
+                         "  ROOT a = f32[] add(p, f32[] frob(p))\n}\n"),
+            "line 4, column 31: unknown opcode 'frob'");
+}
+
+// --- Shape inference --------------------------------------------------------
+
+TEST(ShapeInferenceTest, ElementwiseStructuralAndReductions) {
+  const std::string text = R"(HloModule m
+sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = add(x, y)
+}
+ENTRY e {
+  p = f32[2,3]{0,1} parameter(0)
+  q = s32[4,2] parameter(1)
+  n = negate(p)
+  c = compare(p, n), direction=LT
+  t = tuple(p, q)
+  g = get-tuple-element(t), index=1
+  d = dot(p, p), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  z = f32[] constant(0)
+  r = reduce(p, z), dimensions={1}, to_apply=sum
+  tr = transpose(q), dimensions={1,0}
+  pd = pad(q, s32[] constant(0)), padding=1_2_1x0_0
+  cc = concatenate(q, q), dimensions={0}
+  b = broadcast(z), dimensions={}
+  cx = complex(p, p)
+  ROOT k = call(p, p), to_apply=pair
+}
+pair {
+  u = f32[2,3] parameter(0)
+  v = f32[2,3] parameter(1)
+  ROOT w = (f32[2,3], f32[2,3]) tuple(u, v)
+}
+)";
+  const xla::HloModuleProto m = MustParse(text);
+  auto shape = [&](const std::string& name) {
+    return PrintShape(Find(m, name).shape());
+  };
+  EXPECT_EQ(shape("s"), "f32[]");
+  EXPECT_EQ(shape("n"), "f32[2,3]{0,1}");  // Elementwise keeps the layout.
+  EXPECT_EQ(shape("c"), "pred[2,3]{0,1}");
+  EXPECT_EQ(Find(m, "c").comparison_type(), "FLOAT");
+  EXPECT_EQ(shape("t"), "(f32[2,3]{0,1}, s32[4,2]{1,0})");
+  EXPECT_EQ(shape("g"), "s32[4,2]{1,0}");
+  EXPECT_EQ(shape("d"), "f32[3,3]{1,0}");
+  EXPECT_EQ(shape("r"), "f32[2]{0}");
+  EXPECT_EQ(shape("tr"), "s32[2,4]{1,0}");
+  EXPECT_EQ(shape("pd"), "s32[10,2]{1,0}");
+  EXPECT_EQ(shape("cc"), "s32[8,2]{1,0}");
+  EXPECT_EQ(shape("b"), "f32[]");  // XLA reads dimensions as new sizes.
+  EXPECT_EQ(shape("cx"), "c64[2,3]{0,1}");
+  EXPECT_EQ(shape("k"), "(f32[2,3]{1,0}, f32[2,3]{1,0})");
+  EXPECT_EQ(testing::RoundTripProblem(text), "");
+}
+
+TEST(ShapeInferenceTest, ConvolutionAndGather) {
+  const xla::HloModuleProto m = MustParse(R"(HloModule m
+ENTRY main {
+  p0 = f32[16,3,3,64] parameter(0)
+  p1 = f32[16,2,3,64] parameter(1)
+  conv = convolution(p0, p1), window={size=2x3 pad=1_1x0_0 lhs_dilate=1x3 rhs_dilate=1x2}, dim_labels=f01b_i01o->01fb, batch_group_count=64
+  o = f32[3,4] parameter(2)
+  i = s32[5,1] parameter(3)
+  ROOT g = gather(o, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}
+}
+)");
+  EXPECT_EQ(PrintShape(Find(m, "conv").shape()), "f32[4,3,64,1]{3,2,1,0}");
+  EXPECT_EQ(PrintShape(Find(m, "g").shape()), "f32[5,4]{1,0}");
+}
+
+TEST(ShapeInferenceTest, Errors) {
+  EXPECT_EQ(ParseErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                         "  ROOT r = reshape(p)\n}\n"),
+            "line 4, column 12: expected shape, got 'reshape'");
+  EXPECT_EQ(ParseErrorOf("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n"
+                         "  q = f32[3] parameter(1)\n"
+                         "  ROOT r = add(p, q)\n}\n"),
+            "line 5, column 8: cannot infer the shape of 'r': operands "
+            "f32[2]{0} and f32[3]{0} have different dimensions");
+  EXPECT_EQ(ParseErrorOf("HloModule m\nENTRY e {\n  p = (f32[2]) parameter(0)\n"
+                         "  ROOT r = get-tuple-element(p), index=3\n}\n"),
+            "line 4, column 8: cannot infer the shape of 'r': no element 3 "
+            "in (f32[2]{0})");
+}
+
+// --- Async shorthand --------------------------------------------------------
+
+constexpr char kAsyncShorthand[] = R"(HloModule test
+ENTRY AsyncOps {
+  init = f32[] constant(42.0)
+  async-start = ((f32[]), f32[], u32[]) negate-start(init), metadata={op_name="n"}, sharding={replicated}
+  async-update = ((f32[]), f32[], u32[]) negate-update(async-start)
+  ROOT async-done = f32[] negate-done(async-update)
+}
+)";
+
+TEST(AsyncShorthandTest, BecomesAsyncOpsCallingAWrappedComputation) {
+  const xla::HloModuleProto m = MustParse(kAsyncShorthand);
+  ASSERT_EQ(m.computations_size(), 2);
+  const xla::HloComputationProto& wrapped = m.computations(0);
+  EXPECT_EQ(wrapped.name(), "async_wrapped");
+  EXPECT_EQ(wrapped.execution_thread(), "main");
+  ASSERT_EQ(wrapped.instructions_size(), 2);
+  const xla::HloInstructionProto& param = wrapped.instructions(0);
+  EXPECT_EQ(param.name(), "async_param");
+  EXPECT_EQ(param.opcode(), "parameter");
+  EXPECT_EQ(PrintShape(param.shape()), "f32[]");
+  const xla::HloInstructionProto& op = wrapped.instructions(1);
+  EXPECT_EQ(op.name(), "async_op");
+  EXPECT_EQ(op.opcode(), "negate");
+  EXPECT_THAT(op.operand_ids(), ElementsAre(param.id()));
+  EXPECT_EQ(op.metadata().op_name(), "n");
+  EXPECT_FALSE(op.has_sharding());
+  EXPECT_EQ(wrapped.root_id(), op.id());
+  EXPECT_EQ(PrintShape(wrapped.program_shape().result()), "f32[]");
+
+  for (const char* name : {"async-start", "async-update", "async-done"}) {
+    const xla::HloInstructionProto& i = Find(m, name);
+    EXPECT_EQ(i.opcode(), name);
+    EXPECT_THAT(i.called_computation_ids(), ElementsAre(wrapped.id())) << name;
+  }
+  const xla::HloInstructionProto& start = Find(m, "async-start");
+  EXPECT_THAT(start.operand_ids(), ElementsAre(Find(m, "init").id()));
+  EXPECT_EQ(start.metadata().op_name(), "n");
+  EXPECT_EQ(start.sharding().type(), xla::OpSharding::REPLICATED);
+  EXPECT_TRUE(start.has_sharding());
+  EXPECT_EQ(start.async_execution_thread(), "");
+  EXPECT_THAT(PrintHloModule(m),
+              HasSubstr("%async-start = ((f32[]), f32[], u32[]) "
+                        "async-start(f32[] %init), calls=%async_wrapped"));
+  EXPECT_EQ(testing::RoundTripProblem(kAsyncShorthand), "");
+}
+
+TEST(AsyncShorthandTest, WrappedOpKeepsItsAttributesAndNamesStayUnique) {
+  const xla::HloModuleProto m = MustParse(R"(HloModule m
+async_wrapped {
+  ROOT c = f32[] constant(0)
+}
+ENTRY e {
+  a = f32[2,3] parameter(0)
+  b = f32[3,2] parameter(1)
+  s = ((f32[2,3], f32[3,2]), f32[2,2], u32[]) dot-start(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT d = f32[2,2] dot-done(s)
+}
+)");
+  const xla::HloInstructionProto& op = Find(m, "async_op");
+  EXPECT_EQ(op.opcode(), "dot");
+  EXPECT_THAT(op.dot_dimension_numbers().lhs_contracting_dimensions(),
+              ElementsAre(1));
+  EXPECT_EQ(op.precision_config().operand_precision_size(), 2);
+  EXPECT_FALSE(Find(m, "s").has_dot_dimension_numbers());
+  EXPECT_EQ(Find(m, "async_param.1").parameter_number(), 1);
+  EXPECT_EQ(PrintShape(Find(m, "async_param.1").shape()), "f32[3,2]{1,0}");
+  bool renamed = false;
+  for (const auto& c : m.computations())
+    renamed |= c.name() == "async_wrapped.1";
+  EXPECT_TRUE(renamed);
+}
+
+TEST(AsyncShorthandTest, Errors) {
+  EXPECT_EQ(ParseErrorOf("HloModule m\nENTRY e {\n  x = f32[] parameter(0)\n"
+                         "  ROOT d = f32[] negate-done(x)\n}\n"),
+            "line 4, column 30: expected an earlier negate-start or "
+            "negate-update, got 'x'");
+  EXPECT_EQ(ParseErrorOf("HloModule m\nENTRY e {\n  x = f32[] parameter(0)\n"
+                         "  ROOT s = f32[] negate-start(x)\n}\n"),
+            "line 4, column 18: an async start needs the shape ((operands), "
+            "outputs, state)");
+  EXPECT_EQ(ParseErrorOf("HloModule m\nENTRY e {\n  x = f32[] parameter(0)\n"
+                         "  ROOT s = negate-start(x)\n}\n"),
+            "line 4, column 12: expected shape, got 'negate-start'");
+}
+
 }  // namespace
 }  // namespace tpu::hlo
