@@ -23,8 +23,15 @@ struct ClientOptions {
   // not cancelled by giving up: it ends when the client closes.
   absl::Duration execute_max_time = absl::Seconds(120);
 
-  // grpc:// only: how long opening the connection may take before Get fails
-  // with UNAVAILABLE. Rounded up to whole seconds (the driver config's unit).
+  // grpc:// (also each worker of grpc+pod://): how long to wait for a worker
+  // that refuses connections, retrying, e.g. one still starting. Zero: a
+  // refused connection fails Get at once with UNAVAILABLE, naming the
+  // address. Whole milliseconds.
+  absl::Duration connect_timeout = absl::ZeroDuration();
+
+  // grpc:// only: how long opening the session may take once connecting
+  // (a worker that accepts but does not answer) before Get fails with
+  // UNAVAILABLE. Rounded up to whole seconds (the driver config's unit).
   absl::Duration connection_timeout = absl::Seconds(30);
 
   // Receives each warning line (without a trailing newline). Null: the line

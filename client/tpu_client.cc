@@ -29,12 +29,21 @@ absl::StatusOr<std::vector<std::shared_ptr<TpuDevice>>> DevicesFromSystemInfo(
 
 absl::StatusOr<std::shared_ptr<TpuClient>> TpuClient::Get(
     absl::string_view address, const ClientOptions& options) {
+  if (options.connect_timeout < absl::ZeroDuration() ||
+      options.connection_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Negative connection timeout (connect_timeout ",
+        absl::FormatDuration(options.connect_timeout), ", connection_timeout ",
+        absl::FormatDuration(options.connection_timeout), ")."));
+  }
   tpu_driver::TpuDriverConfig config;
   config.set_worker(std::string(address));
   const int64_t timeout_secs = absl::ToInt64Seconds(
       absl::Ceil(options.connection_timeout, absl::Seconds(1)));
   config.mutable_grpc()->set_connection_timeout_secs(
       timeout_secs < 1 ? 1 : timeout_secs);
+  config.mutable_grpc()->set_connect_timeout_ms(
+      absl::ToInt64Milliseconds(options.connect_timeout));
   absl::StatusOr<std::unique_ptr<driver::TpuDriver>> driver =
       driver::DriverRegistry::Open(config);
   if (!driver.ok()) return driver.status();

@@ -33,8 +33,10 @@ class TpuClient : public std::enable_shared_from_this<TpuClient> {
  public:
   // Opens the driver for `address` ("grpc://host:port", "local://", ...; the
   // driver for the scheme must be linked in) and queries its topology.
-  // Errors: the driver's (INVALID_ARGUMENT for an unknown scheme, UNAVAILABLE
-  // when nothing answers within options.connection_timeout);
+  // Errors: the driver's (INVALID_ARGUMENT for an unknown scheme,
+  // UNAVAILABLE when the worker refuses the connection for longer than
+  // options.connect_timeout (zero: at once) or does not answer within
+  // options.connection_timeout); INVALID_ARGUMENT for a negative timeout;
   // FAILED_PRECONDITION if the system has no core on this host.
   static absl::StatusOr<std::shared_ptr<TpuClient>> Get(
       absl::string_view address, const ClientOptions& options = {});

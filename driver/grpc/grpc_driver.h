@@ -15,9 +15,11 @@
 
 namespace tpu::driver {
 
-// Opens `config.worker()` ("grpc://host:port"). Waits at most
-// config.grpc().connection_timeout_secs for the worker, then fails
-// UNAVAILABLE naming the address.
+// Opens `config.worker()` ("grpc://host:port"). A worker that refuses the
+// connection fails it at once, UNAVAILABLE naming the address and what to do,
+// unless config.grpc().connect_timeout_ms asks to wait for it that long (a
+// worker still starting). A worker that accepts but does not answer fails it
+// UNAVAILABLE after config.grpc().connection_timeout_secs.
 absl::StatusOr<std::unique_ptr<StreamDriver>> OpenGrpcDriver(
     const tpu_driver::TpuDriverConfig& config,
     GrpcCredentialsKind credentials = GrpcCredentialsKind::kInsecure,

@@ -1,5 +1,6 @@
 #include "driver/grpc/grpc_transport.h"
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <thread>
@@ -10,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "driver/grpc/open_failure.h"
 #include "driver/grpc/request_encoder.h"
 #include "driver/grpc/response_decoder.h"
 #include "grpcpp/create_channel.h"
@@ -138,6 +141,12 @@ absl::StatusOr<std::unique_ptr<GrpcTransport>> GrpcTransport::Create(
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_timeout_ms);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 64 * 1000 * 1000);
+  // gRPC retries a refused connection after 1 s, then backs off to 2 minutes;
+  // a client waiting for a worker to start (connect_timeout_ms) should notice
+  // it within a fraction of a second, and retrying a dead worker once a
+  // second costs nothing.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   std::shared_ptr<grpc::ChannelCredentials> creds =
       credentials == GrpcCredentialsKind::kLocalTcp
           ? grpc::experimental::LocalCredentials(LOCAL_TCP)
@@ -145,37 +154,42 @@ absl::StatusOr<std::unique_ptr<GrpcTransport>> GrpcTransport::Create(
   auto channel =
       grpc::CreateCustomChannel(std::string(target), std::move(creds), args);
   return std::unique_ptr<GrpcTransport>(
-      new GrpcTransport(config.worker(), std::move(channel)));
+      new GrpcTransport(config.worker(), std::string(target),
+                        absl::Milliseconds(std::max<int64_t>(
+                            0, config.grpc().connect_timeout_ms())),
+                        std::move(channel)));
 }
 
-GrpcTransport::GrpcTransport(std::string address,
+GrpcTransport::GrpcTransport(std::string address, std::string target,
+                             absl::Duration connect_timeout,
                              std::shared_ptr<grpc::Channel> channel)
-    : address_(std::move(address)), channel_(std::move(channel)) {}
+    : address_(std::move(address)),
+      target_(std::move(target)),
+      connect_timeout_(connect_timeout),
+      channel_(std::move(channel)) {}
 
 absl::StatusOr<tpu_driver::OpenResponse> GrpcTransport::Open(
     const tpu_driver::OpenRequest& request, absl::Duration timeout) {
+  // A worker that is starting refuses connections for a while: with a
+  // connect timeout, wait (gRPC retries the connection) until it accepts.
+  // Without one, the call below fails at the first refusal, so a mistyped
+  // address or a stopped worker is reported at once rather than after
+  // `timeout`.
+  if (connect_timeout_ > absl::ZeroDuration()) {
+    channel_->WaitForConnected(
+        absl::ToChronoTime(absl::Now() + connect_timeout_));
+  }
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        absl::ToChronoMilliseconds(timeout));
-  // Wait for the connection (up to the deadline) instead of failing on the
-  // first refused attempt: the worker may still be starting.
-  context.set_wait_for_ready(true);
+  context.set_wait_for_ready(false);
   tpu_driver::OpenResponse response;
   grpc::Status status = tpu_driver::CloudTpuDriver::NewStub(channel_)->Open(
       &context, request, &response);
   if (status.ok()) return response;
-  const bool unreachable =
-      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-      status.error_code() == grpc::StatusCode::UNAVAILABLE;
-  return absl::Status(
-      unreachable ? absl::StatusCode::kUnavailable
-                  : static_cast<absl::StatusCode>(status.error_code()),
-      absl::StrCat("Failed to connect to remote server at address: ", address_,
-                   unreachable
-                       ? absl::StrCat(" (no answer within ",
-                                      absl::FormatDuration(timeout), ")")
-                       : std::string(),
-                   ". Error from gRPC: ", status.error_message()));
+  return DescribeOpenFailure({address_, target_, connect_timeout_, timeout},
+                             static_cast<absl::StatusCode>(status.error_code()),
+                             status.error_message());
 }
 
 absl::Status GrpcTransport::Close(const tpu_driver::CloseRequest& request) {

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "driver/transport.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/security/credentials.h"
@@ -33,6 +34,8 @@ class GrpcTransport : public Transport {
  public:
   // `config.worker()` is "grpc://host:port". Creating the channel does not
   // connect; Open does. INVALID_ARGUMENT if the address has no host:port.
+  // Open fails at once when the worker refuses the connection, unless
+  // config.grpc().connect_timeout_ms asks to wait for it (retrying) that long.
   static absl::StatusOr<std::unique_ptr<GrpcTransport>> Create(
       const tpu_driver::TpuDriverConfig& config,
       GrpcCredentialsKind credentials = GrpcCredentialsKind::kInsecure);
@@ -47,10 +50,16 @@ class GrpcTransport : public Transport {
       StreamCallbacks callbacks) override;
 
  private:
-  GrpcTransport(std::string address, std::shared_ptr<grpc::Channel> channel);
+  GrpcTransport(std::string address, std::string target,
+                absl::Duration connect_timeout,
+                std::shared_ptr<grpc::Channel> channel);
 
   // Constant after construction.
   const std::string address_;
+  // What gRPC dials: "host:port" or "unix:PATH".
+  const std::string target_;
+  // How long Open waits for a worker that refuses connections.
+  const absl::Duration connect_timeout_;
   const std::shared_ptr<grpc::Channel> channel_;
 };
 

@@ -2,10 +2,6 @@
 // over grpc:// (an in-process server on a loopback port) and once through
 // local:// (the emulator in this process, no network).
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <memory>
 #include <string>
@@ -21,6 +17,7 @@
 #include "emulator/service/server.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/programs.h"
+#include "tools/lib/ports.h"
 
 namespace tpu {
 namespace {
@@ -459,30 +456,30 @@ INSTANTIATE_TEST_SUITE_P(Backends, ClientE2ETest,
                            return info.param;
                          });
 
-// A loopback port nothing listens on: bound, then closed.
-int ClosedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 TEST(ClientConnectTest, UnreachableAddressIsUnavailable) {
   client::ClientOptions options;
   options.connection_timeout = absl::Seconds(1);
-  const std::string address = absl::StrCat("grpc://127.0.0.1:", ClosedPort());
+  absl::StatusOr<int> port = tools::UnusedLoopbackPort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  const std::string address = absl::StrCat("grpc://127.0.0.1:", *port);
   absl::StatusOr<std::shared_ptr<client::TpuClient>> client =
       client::TpuClient::Get(address, options);
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(absl::StrContains(client.status().message(), address))
       << client.status();
+}
+
+TEST(ClientConnectTest, NegativeConnectTimeoutIsInvalidArgument) {
+  client::ClientOptions options;
+  options.connect_timeout = absl::Seconds(-1);
+  absl::StatusOr<std::shared_ptr<client::TpuClient>> client =
+      client::TpuClient::Get("grpc://127.0.0.1:8470", options);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(client.status().message(),
+            "Negative connection timeout (connect_timeout -1s, "
+            "connection_timeout 30s).");
 }
 
 TEST(ClientConnectTest, UnknownSchemeIsInvalidArgument) {

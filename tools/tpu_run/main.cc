@@ -3,7 +3,7 @@
 //
 //   tpu_run --target=grpc://localhost:8470 --module=prog.pb
 //       [--replicas=N] [--inputs_dir=DIR | --random_inputs]
-//       [--outputs_dir=DIR] [--dump_hlo]
+//       [--outputs_dir=DIR] [--dump_hlo] [--connect_timeout=0s]
 //
 // Exit status 0 on success; on any error one line on stderr and exit 1.
 
@@ -36,8 +36,12 @@ ABSL_FLAG(absl::Duration, execute_warn_interval, absl::Seconds(10),
           "warn on stderr each time a program runs this long");
 ABSL_FLAG(absl::Duration, execute_max_time, absl::Seconds(120),
           "give up on a program after this long");
+ABSL_FLAG(absl::Duration, connect_timeout, absl::ZeroDuration(),
+          "wait this long for a --target that refuses connections (a worker "
+          "still starting); 0: fail at once");
 ABSL_FLAG(absl::Duration, connection_timeout, absl::Seconds(30),
-          "give up connecting to --target after this long");
+          "give up on a --target that accepts the connection but does not "
+          "answer after this long");
 
 int main(int argc, char** argv) {
   tpu::ConfigureHostMemoryForLargeBuffers();
@@ -61,6 +65,7 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_execute_warn_interval);
   options.client_options.execute_max_time =
       absl::GetFlag(FLAGS_execute_max_time);
+  options.client_options.connect_timeout = absl::GetFlag(FLAGS_connect_timeout);
   options.client_options.connection_timeout =
       absl::GetFlag(FLAGS_connection_timeout);
 
