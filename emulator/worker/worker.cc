@@ -47,10 +47,18 @@ class StreamImpl : public WorkerStream {
   WorkerImpl* const worker_;
   const std::shared_ptr<ResponseSink> sink_;
 
+  // PERMISSION_DENIED for an entry of a client other than the stream's.
+  absl::Status CheckOwnerLocked(const EventId& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   absl::Mutex mu_;
   // The clients whose operations this stream carried.
   absl::flat_hash_map<uint32_t, std::shared_ptr<Session>> clients_
       ABSL_GUARDED_BY(mu_);
+  // The client this stream acts for: the first open client an entry named
+  // (0 until then). Entries of other clients are refused, so a client can
+  // neither act through, nor be released with, a stream it did not open.
+  uint32_t owner_ ABSL_GUARDED_BY(mu_) = 0;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
 };
 
@@ -313,6 +321,10 @@ void StreamImpl::Submit(const tpu_driver::StreamRequest& request,
             absl::FailedPreconditionError("The stream was already finished."));
         continue;
       }
+      if (absl::Status owner = CheckOwnerLocked(id); !owner.ok()) {
+        sink_->RespondStatus(entry.operation_id(), owner);
+        continue;
+      }
       auto it = clients_.find(id.client_id);
       if (it != clients_.end() && !it->second->closed()) {
         session = it->second;
@@ -330,6 +342,11 @@ void StreamImpl::Submit(const tpu_driver::StreamRequest& request,
         continue;
       }
       absl::MutexLock lock(&mu_);
+      if (absl::Status owner = CheckOwnerLocked(id); !owner.ok()) {
+        sink_->RespondStatus(entry.operation_id(), owner);
+        continue;
+      }
+      owner_ = id.client_id;
       auto [it, inserted] = clients_.try_emplace(id.client_id, session);
       if (inserted) {
         session->AttachStream();
@@ -344,6 +361,15 @@ void StreamImpl::Submit(const tpu_driver::StreamRequest& request,
                 PayloadOf(transfer_data, index), sink_);
   }
   sink_->Release();
+}
+
+absl::Status StreamImpl::CheckOwnerLocked(const EventId& id) {
+  if (owner_ == 0 || id.client_id == owner_) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      id.ToString(), ": this stream belongs to client ", owner_,
+      "; a StreamExecute stream acts only for the client whose id it first "
+      "used. Open a stream of its own for client ",
+      id.client_id, "."));
 }
 
 void StreamImpl::FinishAsync(std::function<void()> done) {

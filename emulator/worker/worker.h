@@ -12,7 +12,9 @@
 // status whose code is always set. Client ids are in [1, 2^20). A client is
 // released by Close, by Reset, when one of its streams is aborted, or after
 // max_idle_time_seconds without a stream or request; its waiting operations
-// then fail and its running programs stop with CANCELLED.
+// then fail and its running programs stop with CANCELLED. A stream acts for
+// one client, the first open one its entries name; entries of other clients
+// on it fail PERMISSION_DENIED without touching them.
 
 #include <cstdint>
 #include <functional>

@@ -211,13 +211,14 @@ TEST_F(WorkerExecuteTest, CloseCancelsARunningProgram) {
   // core 1 stays free.
   const uint32_t other = Open();
   auto O = [other](uint64_t op) { return Id(other, op); };
-  stream_->Send({Compile(O(1), test_programs::AddF32(4)), Load(O(2), 0, O(1)),
-                 Load(O(3), 1, O(1)), AllocShape(O(4), 0, F32(4)),
-                 AllocShape(O(5), 1, F32(4)),
-                 Execute(O(6), O(2), {O(4), O(4)}, {O(4)}, 0),
-                 Execute(O(7), O(3), {O(5), O(5)}, {O(5)}, 1)});
-  EXPECT_EQ(stream_->Code(O(7)), 0);
-  auto queued = stream_->Await(O(6), absl::Milliseconds(100));
+  TestStream other_stream(worker_.get());
+  other_stream.Send({Compile(O(1), test_programs::AddF32(4)),
+                     Load(O(2), 0, O(1)), Load(O(3), 1, O(1)),
+                     AllocShape(O(4), 0, F32(4)), AllocShape(O(5), 1, F32(4)),
+                     Execute(O(6), O(2), {O(4), O(4)}, {O(4)}, 0),
+                     Execute(O(7), O(3), {O(5), O(5)}, {O(5)}, 1)});
+  EXPECT_EQ(other_stream.Code(O(7)), 0);
+  auto queued = other_stream.Await(O(6), absl::Milliseconds(100));
   EXPECT_FALSE(queued.has_value()) << queued->status().message();
   auto looping = stream_->Await(I(5), absl::ZeroDuration());
   EXPECT_FALSE(looping.has_value()) << looping->status().message();
@@ -228,7 +229,7 @@ TEST_F(WorkerExecuteTest, CloseCancelsARunningProgram) {
   ASSERT_TRUE(cancelled.has_value());
   EXPECT_EQ(cancelled->status().code(), C(StatusCode::kCancelled))
       << cancelled->status().message();
-  EXPECT_EQ(stream_->Code(O(6)), 0);
+  EXPECT_EQ(other_stream.Code(O(6)), 0);
 }
 
 TEST_F(WorkerExecuteTest, ResetCancelsARunningProgram) {

@@ -273,18 +273,32 @@ TEST_F(WorkerTest, ClientsAreIsolated) {
   const uint32_t a = Open();
   const uint32_t b = Open();
   TestStream& s = NewStream();
+  TestStream& sb = NewStream();
   s.Send({AllocBytes(Id(a, 1), 0, 4),
           TransferTo(Id(a, 2), Id(a, 1), std::string("aaaa"))});
   ASSERT_EQ(s.Code(Id(a, 2)), 0);
-  s.Send({TransferFrom(Id(b, 1), Id(a, 1)), Dealloc(Id(b, 2), Id(a, 1)),
-          AllocBytes(Id(b, 3), 0, 4, {Id(a, 2)})});
-  auto r = s.Await(Id(b, 1));
+  // Another client's handles are not its own.
+  sb.Send({TransferFrom(Id(b, 1), Id(a, 1)), Dealloc(Id(b, 2), Id(a, 1)),
+           AllocBytes(Id(b, 3), 0, 4, {Id(a, 2)})});
+  auto r = sb.Await(Id(b, 1));
   EXPECT_EQ(r->status().code(), C(StatusCode::kInvalidArgument));
   EXPECT_NE(r->status().message().find(absl::StrCat("belongs to client ", a)),
             std::string::npos)
       << r->status().message();
-  EXPECT_EQ(s.Code(Id(b, 2)), C(StatusCode::kInvalidArgument));
-  EXPECT_EQ(s.Code(Id(b, 3)), C(StatusCode::kInvalidArgument));
+  EXPECT_EQ(sb.Code(Id(b, 2)), C(StatusCode::kInvalidArgument));
+  EXPECT_EQ(sb.Code(Id(b, 3)), C(StatusCode::kInvalidArgument));
+  // Nor is another client's stream: a stream acts for the client it first
+  // carried, so a's entry on b's stream does not reach a's buffer.
+  sb.Send({Dealloc(Id(a, 4), Id(a, 1))});
+  auto refused = sb.Await(Id(a, 4));
+  EXPECT_EQ(refused->status().code(), C(StatusCode::kPermissionDenied));
+  EXPECT_EQ(refused->status().message(),
+            absl::StrCat("operation 4 (client ", a,
+                         "): this stream belongs to client ", b,
+                         "; a StreamExecute stream acts only for the client "
+                         "whose id it first used. Open a stream of its own "
+                         "for client ",
+                         a, "."));
   s.Send({TransferFrom(Id(a, 3), Id(a, 1))});
   EXPECT_EQ(s.Await(Id(a, 3))->transfer_from().data(), "aaaa");
 }
@@ -321,8 +335,11 @@ TEST_F(WorkerTest, ResetReleasesAllClients) {
   const uint32_t a = Open();
   const uint32_t b = Open();
   TestStream& s = NewStream();
-  s.Send({AllocBytes(Id(a, 1), 0, 100), AllocBytes(Id(b, 1), 0, 200)});
-  ASSERT_EQ(s.Code(Id(b, 1)), 0);
+  TestStream& sb = NewStream();
+  s.Send({AllocBytes(Id(a, 1), 0, 100)});
+  sb.Send({AllocBytes(Id(b, 1), 0, 200)});
+  ASSERT_EQ(s.Code(Id(a, 1)), 0);
+  ASSERT_EQ(sb.Code(Id(b, 1)), 0);
   EXPECT_EQ(Available(0), kHbm - 300);
   ASSERT_TRUE(worker_->Reset(tpu_driver::ResetRequest()).ok());
   EXPECT_EQ(Available(0), kHbm);
@@ -344,8 +361,10 @@ TEST_F(WorkerTest, AbortedStreamReleasesItsClient) {
   ASSERT_EQ(other.Code(Id(b, 1)), 0);
   s.stream()->Abort();
   EXPECT_EQ(Available(0), kHbm - 200);
-  other.Send({AllocBytes(Id(a, 2), 0, 4), AllocBytes(Id(b, 2), 0, 4)});
-  EXPECT_EQ(other.Code(Id(a, 2)), C(StatusCode::kFailedPrecondition));
+  TestStream& again = NewStream();
+  again.Send({AllocBytes(Id(a, 2), 0, 4)});
+  other.Send({AllocBytes(Id(b, 2), 0, 4)});
+  EXPECT_EQ(again.Code(Id(a, 2)), C(StatusCode::kFailedPrecondition));
   EXPECT_EQ(other.Code(Id(b, 2)), 0);
 }
 

@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "hlo/shape.h"
 #include "tests/protocol/protocol_client.h"
+#include "tools/lib/subprocess.h"
 
 extern char** environ;
 
@@ -164,6 +165,83 @@ TEST(BinaryTest, ServesEndToEndAndShutsDownOnSigterm) {
   ASSERT_NE(status, -1) << "did not exit after SIGTERM";
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Opens a client on the worker behind `stub`; 0 if Open failed.
+uint32_t OpenClient(tpu_driver::CloudTpuDriver::Stub* stub) {
+  grpc::ClientContext context;
+  tpu_driver::OpenResponse opened;
+  grpc::Status status =
+      stub->Open(&context, tpu_driver::OpenRequest(), &opened);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return status.ok() ? opened.client_id() : 0;
+}
+
+// Free HBM of `core`, -1 if the query failed.
+int64_t AvailableHbm(tpu_driver::CloudTpuDriver::Stub* stub, int core) {
+  grpc::ClientContext context;
+  tpu_driver::QuerySystemInfoResponse info;
+  if (!stub->QuerySystemInfo(&context, tpu_driver::QuerySystemInfoRequest(),
+                             &info)
+           .ok()) {
+    return -1;
+  }
+  for (const auto& c : info.system_info().local_core()) {
+    if (c.id() == core) return c.hbm_bytes_available();
+  }
+  return -1;
+}
+
+TEST(BinaryTest, AStreamActsOnlyForTheClientItFirstUsed) {
+  constexpr int64_t kHbm = 1 << 20;
+  absl::StatusOr<std::unique_ptr<tools::ServerProcess>> server =
+      tools::ServerProcess::Start(
+          {BinaryPath(), "--port=0", "--chips=1", "--cores_per_chip=1",
+           absl::StrCat("--hbm_bytes_per_core=", kHbm)},
+          tools::ScratchDir(), "isolation");
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = NewStub((*server)->address());
+  const uint32_t a = OpenClient(stub.get());
+  const uint32_t b = OpenClient(stub.get());
+  auto sa = std::make_unique<ProtocolStream>(stub.get());
+  ProtocolStream sb(stub.get());
+  sb.Send({AllocBytes(Id(b, 1), 0, 4), TransferTo(Id(b, 2), Id(b, 1), "BBBB")});
+  ASSERT_EQ(sb.Code(Id(b, 2)), 0);
+  sa->Send({AllocBytes(Id(a, 1), 0, 8)});
+  ASSERT_EQ(sa->Code(Id(a, 1)), 0);
+  // Client b's entries on a's stream: refused, even naming b's own handles.
+  sa->Send({AllocBytes(Id(b, 3), 0, 1024), Dealloc(Id(b, 4), Id(b, 1)),
+            TransferTo(Id(b, 5), Id(b, 1), "XXXX")});
+  for (int op : {3, 4, 5}) {
+    auto refused = sa->Await(Id(b, op));
+    ASSERT_TRUE(refused.has_value()) << op;
+    EXPECT_EQ(refused->status().code(),
+              static_cast<int>(absl::StatusCode::kPermissionDenied));
+    EXPECT_EQ(refused->status().message(),
+              absl::StrCat("operation ", op, " (client ", b,
+                           "): this stream belongs to client ", a,
+                           "; a StreamExecute stream acts only for the client "
+                           "whose id it first used. Open a stream of its own "
+                           "for client ",
+                           b, "."));
+  }
+  // b's state is untouched: nothing allocated, its buffer and bytes intact.
+  EXPECT_EQ(AvailableHbm(stub.get(), 0), kHbm - 12);
+  sb.Send({TransferFrom(Id(b, 6), Id(b, 1))});
+  auto intact = sb.Await(Id(b, 6));
+  ASSERT_TRUE(intact.has_value());
+  ASSERT_EQ(intact->status().code(), 0) << intact->status().message();
+  EXPECT_EQ(intact->transfer_from().data(), "BBBB");
+  // Breaking a's stream releases a only, though it carried b's ids.
+  sa.reset();
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (AvailableHbm(stub.get(), 0) != kHbm - 4 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(AvailableHbm(stub.get(), 0), kHbm - 4);
+  sb.Send({TransferFrom(Id(b, 7), Id(b, 1))});
+  EXPECT_EQ(sb.Code(Id(b, 7)), 0);
+  EXPECT_TRUE(sb.Finish().ok());
 }
 
 TEST(BinaryTest, BadFlagsGiveOneLineErrorAndNonZeroExit) {
