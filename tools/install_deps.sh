@@ -16,6 +16,7 @@ PACKAGES=(
   libgmock-dev
   libbenchmark-dev
   python3                  # summarizes the test XML in tools/test.sh
+  openssl                  # tests/e2e/tls_e2e_test makes its certificates
 )
 
 missing=()

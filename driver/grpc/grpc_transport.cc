@@ -9,9 +9,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "driver/grpc/grpc_credentials.h"
 #include "driver/grpc/open_failure.h"
 #include "driver/grpc/request_encoder.h"
 #include "driver/grpc/response_decoder.h"
@@ -24,7 +24,6 @@
 namespace tpu::driver {
 namespace {
 
-constexpr char kScheme[] = "grpc://";
 constexpr char kStreamExecuteMethod[] =
     "/tpu_driver.CloudTpuDriver/StreamExecute";
 // Deadline of the unary calls other than Open, as the reference client.
@@ -119,14 +118,12 @@ class GrpcTransportStream : public TransportStream {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GrpcTransport>> GrpcTransport::Create(
-    const tpu_driver::TpuDriverConfig& config,
-    GrpcCredentialsKind credentials) {
-  absl::string_view target = config.worker();
-  if (!absl::ConsumePrefix(&target, kScheme) || target.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("TPU worker address \"", config.worker(),
-                     "\" is not of the form grpc://host:port"));
-  }
+    const tpu_driver::TpuDriverConfig& config) {
+  absl::StatusOr<GrpcAddress> address = ParseGrpcAddress(config.worker());
+  if (!address.ok()) return address.status();
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentialsFor(*address);
+  if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(std::numeric_limits<int>::max());
   args.SetMaxSendMessageSize(std::numeric_limits<int>::max());
@@ -147,24 +144,23 @@ absl::StatusOr<std::unique_ptr<GrpcTransport>> GrpcTransport::Create(
   // second costs nothing.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  std::shared_ptr<grpc::ChannelCredentials> creds =
-      credentials == GrpcCredentialsKind::kLocalTcp
-          ? grpc::experimental::LocalCredentials(LOCAL_TCP)
-          : grpc::InsecureChannelCredentials();
+  if (!address->server_name.empty()) {
+    args.SetSslTargetNameOverride(address->server_name);
+  }
   auto channel =
-      grpc::CreateCustomChannel(std::string(target), std::move(creds), args);
+      grpc::CreateCustomChannel(address->target, *std::move(credentials), args);
+  const absl::Duration connect_timeout = absl::Milliseconds(
+      std::max<int64_t>(0, config.grpc().connect_timeout_ms()));
   return std::unique_ptr<GrpcTransport>(
-      new GrpcTransport(config.worker(), std::string(target),
-                        absl::Milliseconds(std::max<int64_t>(
-                            0, config.grpc().connect_timeout_ms())),
+      new GrpcTransport(config.worker(), *std::move(address), connect_timeout,
                         std::move(channel)));
 }
 
-GrpcTransport::GrpcTransport(std::string address, std::string target,
+GrpcTransport::GrpcTransport(std::string address, GrpcAddress parsed,
                              absl::Duration connect_timeout,
                              std::shared_ptr<grpc::Channel> channel)
     : address_(std::move(address)),
-      target_(std::move(target)),
+      parsed_(std::move(parsed)),
       connect_timeout_(connect_timeout),
       channel_(std::move(channel)) {}
 
@@ -187,9 +183,10 @@ absl::StatusOr<tpu_driver::OpenResponse> GrpcTransport::Open(
   grpc::Status status = tpu_driver::CloudTpuDriver::NewStub(channel_)->Open(
       &context, request, &response);
   if (status.ok()) return response;
-  return DescribeOpenFailure({address_, target_, connect_timeout_, timeout},
-                             static_cast<absl::StatusCode>(status.error_code()),
-                             status.error_message());
+  return DescribeOpenFailure(
+      {address_, parsed_.target, parsed_.tls, connect_timeout_, timeout},
+      static_cast<absl::StatusCode>(status.error_code()),
+      status.error_message());
 }
 
 absl::Status GrpcTransport::Close(const tpu_driver::CloseRequest& request) {

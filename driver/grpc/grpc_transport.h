@@ -16,29 +16,23 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "driver/grpc/grpc_address.h"
 #include "driver/transport.h"
 #include "grpcpp/channel.h"
-#include "grpcpp/security/credentials.h"
 #include "proto/tpu_driver.pb.h"
 
 namespace tpu::driver {
 
-// Which credentials to use for the channel.
-enum class GrpcCredentialsKind {
-  kInsecure,
-  // LOCAL_TCP local credentials, as the reference uses for grpc://localhost.
-  kLocalTcp,
-};
-
 class GrpcTransport : public Transport {
  public:
-  // `config.worker()` is "grpc://host:port". Creating the channel does not
-  // connect; Open does. INVALID_ARGUMENT if the address has no host:port.
-  // Open fails at once when the worker refuses the connection, unless
-  // config.grpc().connect_timeout_ms asks to wait for it (retrying) that long.
+  // `config.worker()` is an address of grpc_address.h (grpc://host:port,
+  // grpc://unix:PATH, grpcs://host:port?ca=...). Creating the channel does
+  // not connect; Open does. Errors: those of ParseGrpcAddress and of reading
+  // the TLS files. Open fails at once when the worker refuses the
+  // connection, unless config.grpc().connect_timeout_ms asks to wait for it
+  // (retrying) that long.
   static absl::StatusOr<std::unique_ptr<GrpcTransport>> Create(
-      const tpu_driver::TpuDriverConfig& config,
-      GrpcCredentialsKind credentials = GrpcCredentialsKind::kInsecure);
+      const tpu_driver::TpuDriverConfig& config);
 
   std::string address() const override { return address_; }
   absl::StatusOr<tpu_driver::OpenResponse> Open(
@@ -50,14 +44,13 @@ class GrpcTransport : public Transport {
       StreamCallbacks callbacks) override;
 
  private:
-  GrpcTransport(std::string address, std::string target,
+  GrpcTransport(std::string address, GrpcAddress parsed,
                 absl::Duration connect_timeout,
                 std::shared_ptr<grpc::Channel> channel);
 
   // Constant after construction.
   const std::string address_;
-  // What gRPC dials: "host:port" or "unix:PATH".
-  const std::string target_;
+  const GrpcAddress parsed_;
   // How long Open waits for a worker that refuses connections.
   const absl::Duration connect_timeout_;
   const std::shared_ptr<grpc::Channel> channel_;

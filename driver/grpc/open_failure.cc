@@ -26,12 +26,67 @@ std::string StartCommand(absl::string_view target) {
   return "tpu_emulator";
 }
 
-// gRPC reports a refused TCP connection, and a Unix socket path nobody
-// listens on, in its message only.
-bool Refused(absl::string_view message) {
+// Why gRPC could not connect: it says so only in its message.
+enum class Cause { kRefused, kTlsRejected, kClosed, kOther };
+
+Cause Classify(absl::string_view message) {
   const std::string lower = absl::AsciiStrToLower(message);
-  return absl::StrContains(lower, "connection refused") ||
-         absl::StrContains(lower, "no such file or directory");
+  // A Unix socket path nobody listens on is "No such file or directory".
+  if (absl::StrContains(lower, "connection refused") ||
+      absl::StrContains(lower, "no such file or directory")) {
+    return Cause::kRefused;
+  }
+  if (absl::StrContains(lower, "handshake failed") ||
+      absl::StrContains(lower, "peer name") ||
+      absl::StrContains(lower, "certificate")) {
+    return Cause::kTlsRejected;
+  }
+  if (absl::StrContains(lower, "socket closed") ||
+      absl::StrContains(lower, "connection reset")) {
+    return Cause::kClosed;
+  }
+  return Cause::kOther;
+}
+
+// "<reason>. <advice>" for an UNAVAILABLE Open.
+std::string Explain(const OpenAttempt& attempt, Cause cause) {
+  const bool waited = attempt.connect_timeout > absl::ZeroDuration();
+  const std::string wait =
+      waited ? "wait longer for a worker that is starting (--connect_timeout)"
+             : "wait for a worker that is still starting with a connect "
+               "timeout (--connect_timeout)";
+  const std::string start = StartCommand(attempt.target);
+  switch (cause) {
+    case Cause::kRefused:
+      return absl::StrCat(
+          "the connection was refused",
+          waited ? absl::StrCat(" for ",
+                                absl::FormatDuration(attempt.connect_timeout))
+                 : "",
+          "; no TPU worker is serving there. Start one (", start,
+          "), check the address (--target), or ", wait, ".");
+    case Cause::kTlsRejected:
+      return "the TLS handshake failed: the worker's certificate was not "
+             "accepted. Check that ca= names the CA that signed it and that "
+             "it names the host dialed (or set server_name= to a name it "
+             "carries).";
+    case Cause::kClosed:
+      if (attempt.tls) {
+        return "the worker closed the connection during the TLS handshake. "
+               "If it requires client certificates (tpu_emulator "
+               "--tls_client_ca), give cert= and key= signed by a CA it "
+               "trusts; if it serves plaintext, dial grpc://.";
+      }
+      return "the worker closed the connection. If it serves TLS "
+             "(tpu_emulator --tls_cert), dial grpcs://HOST:PORT?ca=CA.pem; "
+             "otherwise check the address (--target).";
+    case Cause::kOther:
+      break;
+  }
+  return absl::StrCat(
+      "unreachable. Check the address (--target) and that a TPU worker "
+      "serves there (",
+      start, "), or ", wait, ".");
 }
 
 }  // namespace
@@ -40,28 +95,10 @@ absl::Status DescribeOpenFailure(const OpenAttempt& attempt,
                                  absl::StatusCode code,
                                  absl::string_view message) {
   const std::string grpc_part = absl::StrCat(" Error from gRPC: ", message);
-  const std::string wait_hint =
-      attempt.connect_timeout > absl::ZeroDuration()
-          ? "wait longer for a worker that is starting (--connect_timeout)"
-          : "wait for a worker that is still starting with a connect timeout "
-            "(--connect_timeout)";
-  if (code == absl::StatusCode::kUnavailable && Refused(message)) {
-    return absl::UnavailableError(absl::StrCat(
-        kPrefix, attempt.address, ": the connection was refused",
-        attempt.connect_timeout > absl::ZeroDuration()
-            ? absl::StrCat(" for ",
-                           absl::FormatDuration(attempt.connect_timeout))
-            : "",
-        "; no TPU worker is serving there. Start one (",
-        StartCommand(attempt.target), "), check the address (--target), or ",
-        wait_hint, ".", grpc_part));
-  }
   if (code == absl::StatusCode::kUnavailable) {
-    return absl::UnavailableError(absl::StrCat(
-        kPrefix, attempt.address,
-        ": unreachable. Check the address (--target) and that a TPU worker "
-        "serves there (",
-        StartCommand(attempt.target), "), or ", wait_hint, ".", grpc_part));
+    return absl::UnavailableError(
+        absl::StrCat(kPrefix, attempt.address, ": ",
+                     Explain(attempt, Classify(message)), grpc_part));
   }
   if (code == absl::StatusCode::kDeadlineExceeded) {
     return absl::UnavailableError(absl::StrCat(

@@ -21,6 +21,8 @@ struct OpenAttempt {
   std::string address;
   // What gRPC dialed: "host:port" or "unix:PATH".
   std::string target;
+  // Over TLS (grpcs://).
+  bool tls = false;
   // How long refused connections were retried (0: not at all).
   absl::Duration connect_timeout;
   // The deadline of the Open call itself.

@@ -5,8 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "driver/address_query.h"
 #include "driver/driver_registry.h"
 #include "driver/local/local_transport.h"
 
@@ -36,25 +35,19 @@ absl::Status ParseInt(absl::string_view name, absl::string_view value,
 
 absl::StatusOr<emulator::WorkerOptions> ParseLocalAddress(
     absl::string_view address) {
-  absl::string_view rest = address;
-  if (!absl::ConsumePrefix(&rest, kScheme)) {
+  const AddressQuery query = SplitAddressQuery(address);
+  if (!absl::StartsWith(query.base, kScheme)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "address \"", address, "\" does not start with ", kScheme));
   }
-  if (!rest.empty() && !absl::ConsumePrefix(&rest, "?")) {
+  if (query.base != kScheme) {
     return absl::InvalidArgumentError(
         absl::StrCat("address \"", address,
                      "\": a local:// address has no host; write local:// or "
                      "local://?chips=N&cores_per_chip=M"));
   }
   emulator::WorkerOptions options;
-  if (rest.empty()) return options;
-  for (absl::string_view param : absl::StrSplit(rest, '&')) {
-    if (param.empty()) continue;
-    std::pair<absl::string_view, absl::string_view> kv =
-        absl::StrSplit(param, absl::MaxSplits('=', 1));
-    const absl::string_view name = kv.first;
-    const absl::string_view value = kv.second;
+  for (const auto& [name, value] : query.params) {
     int64_t number = 0;
     absl::Status status;
     if (name == "chips") {

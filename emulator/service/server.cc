@@ -29,6 +29,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   if (options.bind.empty()) {
     return absl::InvalidArgumentError("The bind address is empty.");
   }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      TcpPortCredentials(options.bind, options.tls,
+                         options.allow_insecure_remote);
+  if (!credentials.ok()) return credentials.status();
   absl::StatusOr<std::unique_ptr<Worker>> worker =
       Worker::Create(options.worker);
   if (!worker.ok()) return worker.status();
@@ -42,8 +46,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   grpc::ServerBuilder builder;
   const std::string address = JoinHostPort(options.bind, options.port);
   int selected_port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
-                           &selected_port);
+  builder.AddListeningPort(address, *credentials, &selected_port);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(INT_MAX);
   builder.SetMaxSendMessageSize(INT_MAX);
@@ -56,8 +59,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   if (server->server_ == nullptr || selected_port == 0) {
     return absl::UnavailableError(absl::StrCat(
         "Cannot listen on ", address,
-        ": the address is not local or the port is in use. Pick another "
-        "--bind/--port (--port=0 picks a free port)."));
+        ": the address is not local or the port is in use",
+        options.tls.cert_path.empty()
+            ? ""
+            : ", or the TLS certificate and key do not match",
+        ". Pick another --bind/--port (--port=0 picks a free port)."));
   }
   server->port_ = selected_port;
   return server;

@@ -10,11 +10,12 @@
 // - client keepalive pings accepted every second even without calls or data
 //   (the client pings every 1.5 s; gRPC's defaults answer "too many pings"
 //   and drop the connection);
-// - plain TCP without TLS. A client using local credentials (LOCAL_TCP, what
-//   the real client picks for localhost) talks to this port too: local
-//   credentials do no handshake on the wire, they only check that the peer
-//   is on loopback, so an insecure port serves both
-//   (tests/protocol/credentials_test.cc proves it).
+// - plain TCP on loopback by default. A client using local credentials
+//   (LOCAL_TCP, what the real client picks for localhost) talks to this port
+//   too: local credentials do no handshake on the wire, they only check that
+//   the peer is on loopback, so an insecure port serves both
+//   (tests/protocol/credentials_test.cc proves it). Any other bind address
+//   needs TLS or allow_insecure_remote (server_security.h).
 // - SO_REUSEPORT off, so a port already in use is an error, not a second
 //   server silently sharing it.
 //
@@ -27,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "emulator/service/server_security.h"
 #include "emulator/worker/worker.h"
 
 namespace grpc {
@@ -42,13 +44,19 @@ struct ServerOptions {
   std::string bind = "127.0.0.1";
   // 0 picks a free port (see Server::port()).
   int port = 8470;
+  // TLS for the port; without it a non-loopback `bind` is refused unless
+  // allow_insecure_remote is set.
+  TlsOptions tls;
+  bool allow_insecure_remote = false;
   WorkerOptions worker;
 };
 
 class Server {
  public:
-  // INVALID_ARGUMENT for bad options, UNAVAILABLE if the address cannot be
-  // listened on (e.g. the port is in use).
+  // INVALID_ARGUMENT for bad options (including plaintext on a non-loopback
+  // address, see TcpPortCredentials), NOT_FOUND for a TLS file that is
+  // missing, UNAVAILABLE if the address cannot be listened on (e.g. the port
+  // is in use).
   static absl::StatusOr<std::unique_ptr<Server>> Start(
       const ServerOptions& options);
   // Shuts down (if not yet) and releases everything.

@@ -6,59 +6,33 @@
 
 #include <signal.h>
 
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "tests/e2e/programs.h"
+#include "tests/e2e/cli.h"
 #include "tools/lib/ports.h"
 #include "tools/lib/subprocess.h"
 
 namespace tpu {
 namespace {
 
-namespace fs = std::filesystem;
+using e2e::ErrorLineBeforeGrpc;
+using e2e::TpuEmulatorPath;
+using e2e::TpuRunPath;
+using e2e::WriteTwiceXPlusOne;
 using tools::CommandResult;
-using tools::RunfilePath;
 using tools::ScratchDir;
 using tools::ServerProcess;
-
-std::string Emulator() {
-  return RunfilePath("tools/tpu_emulator/tpu_emulator");
-}
-std::string TpuRun() { return RunfilePath("tools/tpu_run/tpu_run"); }
-
-// The HLO text module tpu_run runs, in a fresh directory of the test's own.
-std::string WriteModule(const std::string& test) {
-  const std::string dir = absl::StrCat(ScratchDir(), "/", test);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const std::string path = absl::StrCat(dir, "/module.hlo");
-  std::ofstream(path) << e2e::kTwiceXPlusOne;
-  return path;
-}
 
 int DeadPort() {
   absl::StatusOr<int> port = tools::UnusedLoopbackPort();
   EXPECT_TRUE(port.ok()) << port.status();
   return port.ok() ? *port : 1;
-}
-
-// The one error line tpu_run printed, without gRPC's own words after it
-// (they differ between gRPC versions).
-std::string ErrorLineBeforeGrpc(const CommandResult& result) {
-  std::vector<std::string> lines =
-      absl::StrSplit(result.err, '\n', absl::SkipEmpty());
-  if (lines.size() != 1) return absl::StrCat("not one line: ", result.err);
-  const size_t grpc = lines[0].find(" Error from gRPC: ");
-  return grpc == std::string::npos ? lines[0] : lines[0].substr(0, grpc);
 }
 
 std::string RefusedMessage(const std::string& address, int port) {
@@ -78,8 +52,9 @@ TEST(ConnectE2ETest, RefusedConnectionFailsAtOnceNamingTheAddress) {
   // connection must not wait for it. The message proves it did not: waiting
   // would have ended in "no answer within 30s".
   absl::StatusOr<CommandResult> result = tools::RunCommand(
-      {TpuRun(), absl::StrCat("--target=", address),
-       absl::StrCat("--module=", WriteModule("refused")), "--random_inputs"},
+      {TpuRunPath(), absl::StrCat("--target=", address),
+       absl::StrCat("--module=", WriteTwiceXPlusOne("refused")),
+       "--random_inputs"},
       absl::Seconds(120));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->exit_code, 1);
@@ -90,15 +65,16 @@ TEST(ConnectE2ETest, RefusedConnectionFailsAtOnceNamingTheAddress) {
 
 TEST(ConnectE2ETest, PodWithOneDeadWorkerFailsAtOnceNamingIt) {
   absl::StatusOr<std::unique_ptr<ServerProcess>> live = ServerProcess::Start(
-      {Emulator(), "--port=0", "--chips=1"}, ScratchDir(), "pod_live");
+      {TpuEmulatorPath(), "--port=0", "--chips=1"}, ScratchDir(), "pod_live");
   ASSERT_TRUE(live.ok()) << live.status();
   const int port = DeadPort();
   const std::string dead = absl::StrCat("grpc://127.0.0.1:", port);
   absl::StatusOr<CommandResult> result = tools::RunCommand(
-      {TpuRun(),
+      {TpuRunPath(),
        absl::StrCat("--target=grpc+pod://", (*live)->address(),
                     ",127.0.0.1:", port),
-       absl::StrCat("--module=", WriteModule("pod_dead")), "--random_inputs"},
+       absl::StrCat("--module=", WriteTwiceXPlusOne("pod_dead")),
+       "--random_inputs"},
       absl::Seconds(120));
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->exit_code, 1);
@@ -111,10 +87,10 @@ TEST(ConnectE2ETest, PodWithOneDeadWorkerFailsAtOnceNamingIt) {
 TEST(ConnectE2ETest, ConnectTimeoutWaitsForAWorkerThatStartsLater) {
   const int port = DeadPort();
   const std::string dir = absl::StrCat(ScratchDir(), "/late_worker");
-  const std::string module = WriteModule("late_worker");
+  const std::string module = WriteTwiceXPlusOne("late_worker");
   absl::StatusOr<std::unique_ptr<tools::Subprocess>> run =
       tools::Subprocess::Start(
-          {TpuRun(), absl::StrCat("--target=grpc://127.0.0.1:", port),
+          {TpuRunPath(), absl::StrCat("--target=grpc://127.0.0.1:", port),
            absl::StrCat("--module=", module), "--random_inputs",
            "--connect_timeout=120s"},
           dir + "/tpu_run.out", dir + "/tpu_run.err");
@@ -126,7 +102,7 @@ TEST(ConnectE2ETest, ConnectTimeoutWaitsForAWorkerThatStartsLater) {
       << tools::ReadFileOrEmpty(dir + "/tpu_run.err");
 
   absl::StatusOr<std::unique_ptr<ServerProcess>> worker = ServerProcess::Start(
-      {Emulator(), absl::StrCat("--port=", port)}, dir, "late_emulator");
+      {TpuEmulatorPath(), absl::StrCat("--port=", port)}, dir, "late_emulator");
   ASSERT_TRUE(worker.ok()) << worker.status();
   absl::StatusOr<int> code = (*run)->Wait(absl::Seconds(120));
   ASSERT_TRUE(code.ok()) << code.status();

@@ -2,6 +2,8 @@
 // worker does, with HLO programs run by the interpreter on this host's CPUs.
 //
 //   tpu_emulator [--port=8470] [--bind=127.0.0.1] [--port_file=PATH]
+//                [--tls_cert=PEM --tls_key=PEM [--tls_client_ca=PEM]]
+//                [--allow_insecure_remote]
 //                [--chips=4] [--cores_per_chip=2] [--hbm_bytes_per_core=N]
 //                [--pod_hosts=1] [--host_id=0] [--tpu_numerics=false]
 //                [--max_idle_time_seconds=3600] [--compute_threads=0]
@@ -29,7 +31,18 @@
 #include "hlo/host_memory.h"
 
 ABSL_FLAG(int, port, 8470, "Port to listen on; 0 picks a free port.");
-ABSL_FLAG(std::string, bind, "127.0.0.1", "Address to listen on.");
+ABSL_FLAG(std::string, bind, "127.0.0.1",
+          "Address to listen on. Other than loopback it needs --tls_cert and "
+          "--tls_key, or --allow_insecure_remote.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain: serve TLS (clients dial grpcs://).");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA certificates: require clients to present a certificate "
+          "they signed (mutual TLS).");
+ABSL_FLAG(bool, allow_insecure_remote, false,
+          "Serve plaintext on a non-loopback --bind (only on a network you "
+          "trust: anyone who connects can run programs and read memory).");
 ABSL_FLAG(std::string, port_file, "",
           "If set, the chosen port is written here once the server is ready.");
 ABSL_FLAG(int, chips, 4, "TPU chips this worker serves.");
@@ -85,7 +98,9 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Serves the tpu_driver.CloudTpuDriver protocol as an emulated TPU "
       "worker.\nUsage: tpu_emulator [--port=8470] [--bind=127.0.0.1] "
-      "[--port_file=PATH] [--chips=4] [--cores_per_chip=2] "
+      "[--port_file=PATH] [--tls_cert=PEM --tls_key=PEM "
+      "[--tls_client_ca=PEM]] [--allow_insecure_remote] [--chips=4] "
+      "[--cores_per_chip=2] "
       "[--hbm_bytes_per_core=N] [--pod_hosts=1] [--host_id=0] "
       "[--tpu_numerics=false] [--max_idle_time_seconds=3600] "
       "[--compute_threads=0] [--unknown_handle_wait_ms=5000]");
@@ -106,6 +121,10 @@ int main(int argc, char** argv) {
   tpu::emulator::ServerOptions options;
   options.port = absl::GetFlag(FLAGS_port);
   options.bind = absl::GetFlag(FLAGS_bind);
+  options.tls.cert_path = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key_path = absl::GetFlag(FLAGS_tls_key);
+  options.tls.client_ca_path = absl::GetFlag(FLAGS_tls_client_ca);
+  options.allow_insecure_remote = absl::GetFlag(FLAGS_allow_insecure_remote);
   options.worker.chips = absl::GetFlag(FLAGS_chips);
   options.worker.cores_per_chip = absl::GetFlag(FLAGS_cores_per_chip);
   options.worker.hbm_bytes_per_core = absl::GetFlag(FLAGS_hbm_bytes_per_core);
@@ -127,7 +146,11 @@ int main(int argc, char** argv) {
     absl::Status written = WritePortFile(port_file, (*server)->port());
     if (!written.ok()) return Fail(written.ToString());
   }
-  printf("tpu_emulator listening on %s\n", (*server)->address().c_str());
+  const char* security = options.tls.cert_path.empty()        ? ""
+                         : options.tls.client_ca_path.empty() ? " (TLS)"
+                                                              : " (mutual TLS)";
+  printf("tpu_emulator listening on %s%s\n", (*server)->address().c_str(),
+         security);
   fflush(stdout);
 
   int received = 0;

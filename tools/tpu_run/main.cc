@@ -7,6 +7,8 @@
 //
 // Exit status 0 on success; on any error one line on stderr and exit 1.
 
+#include <stdlib.h>
+
 #include <iostream>
 #include <string>
 
@@ -44,6 +46,10 @@ ABSL_FLAG(absl::Duration, connection_timeout, absl::Seconds(30),
           "answer after this long");
 
 int main(int argc, char** argv) {
+  // Errors are one line (below), and the status already quotes gRPC's reason:
+  // gRPC's own log lines (e.g. "Handshake failed" on a TLS error) would only
+  // repeat it. GRPC_VERBOSITY=ERROR in the environment brings them back.
+  setenv("GRPC_VERBOSITY", "NONE", /*overwrite=*/0);
   tpu::ConfigureHostMemoryForLargeBuffers();
   absl::SetProgramUsageMessage(
       "runs an HLO module on a TPU system with .npy inputs and outputs");
