@@ -3,7 +3,8 @@
 // process so that, like tpu_emulator, it shares no gRPC threads with the
 // client measuring it.
 //
-//   ack_server --port_file=PATH   # writes the port, serves until SIGTERM
+//   ack_server --port_file=PATH [--unix_socket=PATH]
+//   # writes the port, serves (also on the socket) until SIGTERM
 
 #include <signal.h>
 
@@ -17,11 +18,15 @@
 
 int main(int argc, char** argv) {
   std::string port_file;
+  std::string unix_socket;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--port_file=", 12) == 0) {
       port_file = argv[i] + 12;
+    } else if (std::strncmp(argv[i], "--unix_socket=", 14) == 0) {
+      unix_socket = argv[i] + 14;
     } else {
-      std::fprintf(stderr, "usage: ack_server --port_file=PATH\n");
+      std::fprintf(stderr,
+                   "usage: ack_server --port_file=PATH [--unix_socket=PATH]\n");
       return 2;
     }
   }
@@ -33,7 +38,8 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   int port = 0;
-  std::unique_ptr<grpc::Server> server = tpu::driver::StartAckServer(&port);
+  std::unique_ptr<grpc::Server> server =
+      tpu::driver::StartAckServer(&port, unix_socket);
   if (server == nullptr) {
     std::fprintf(stderr, "ack_server: cannot listen on 127.0.0.1\n");
     return 1;

@@ -32,10 +32,13 @@ absl::StatusOr<std::string> StartChild(std::vector<std::string> argv,
 absl::StatusOr<BenchmarkTargets> StartBenchmarkServers(
     int* argc, char** argv, const BenchmarkTopology& topology) {
   std::string external;
+  std::string external_unix;
   int kept = 1;
   for (int i = 1; i < *argc; ++i) {
     if (absl::StartsWith(argv[i], "--grpc_target=")) {
       external = argv[i] + std::strlen("--grpc_target=");
+    } else if (absl::StartsWith(argv[i], "--unix_target=")) {
+      external_unix = argv[i] + std::strlen("--unix_target=");
     } else {
       argv[kept++] = argv[i];
     }
@@ -54,20 +57,28 @@ absl::StatusOr<BenchmarkTargets> StartBenchmarkServers(
   }
   if (!external.empty()) {
     targets.worker = external;
+    targets.unix_worker = external_unix;
   } else {
+    const std::string socket = absl::StrCat(dir, "/tpu.sock");
     absl::StatusOr<std::string> emulator = StartChild(
         {tools::RunfilePath("tools/tpu_emulator/tpu_emulator", argv[0]),
-         "--port=0", absl::StrCat("--chips=", topology.chips),
+         "--port=0", absl::StrCat("--unix_socket=", socket),
+         absl::StrCat("--chips=", topology.chips),
          absl::StrCat("--cores_per_chip=", topology.cores_per_chip),
          absl::StrCat("--hbm_bytes_per_core=", topology.hbm_bytes_per_core)},
         dir, "tpu_emulator");
     if (!emulator.ok()) return emulator.status();
     targets.worker = absl::StrCat("grpc://", *emulator);
+    targets.unix_worker = absl::StrCat("grpc://unix:", socket);
   }
-  absl::StatusOr<std::string> ack = StartChild(
-      {tools::RunfilePath("driver/ack_server", argv[0])}, dir, "ack_server");
+  const std::string ack_socket = absl::StrCat(dir, "/ack.sock");
+  absl::StatusOr<std::string> ack =
+      StartChild({tools::RunfilePath("driver/ack_server", argv[0]),
+                  absl::StrCat("--unix_socket=", ack_socket)},
+                 dir, "ack_server");
   if (!ack.ok()) return ack.status();
   targets.ack_server = *ack;
+  targets.ack_server_unix = absl::StrCat("unix:", ack_socket);
   return targets;
 }
 

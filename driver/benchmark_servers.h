@@ -10,9 +10,15 @@
 // which costs a third of the large-transfer throughput on two cores.
 // local:// is opened through the driver registry, as TpuClient does.
 //
+// The tpu_emulator child also listens on a Unix socket, measured as
+// grpc://unix:PATH beside its TCP port.
+//
 // Flags, removed from argv before the benchmark library sees them:
 //   --grpc_target=grpc://H:P    measure a running worker (real or emulated;
 //                               it needs 2 cores with 1 GiB of HBM free)
+//   --unix_target=grpc://unix:PATH  its Unix socket, if it has one (without
+//                               it, the Unix benchmarks of a --grpc_target
+//                               are skipped)
 //
 // Thread safety: call once, from main.
 
@@ -32,9 +38,11 @@ struct BenchmarkTopology {
 };
 
 struct BenchmarkTargets {
-  std::string worker;      // grpc://host:port
-  std::string ack_server;  // host:port
-  std::string local;       // local://?chips=...
+  std::string worker;       // grpc://host:port
+  std::string unix_worker;  // grpc://unix:PATH, the same worker; may be empty
+  std::string ack_server;   // host:port
+  std::string ack_server_unix;  // unix:PATH, the same server
+  std::string local;            // local://?chips=...
 };
 
 // Starts the child processes the flags ask for; they live until this

@@ -82,28 +82,12 @@ class AckService
 
 }  // namespace
 
-double LoopbackTcpBytesPerSecond(int64_t message_bytes) {
-  int listener = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
-      listen(listener, 1) != 0) {
-    close(listener);
-    return 0;
-  }
-  int sender = socket(AF_INET, SOCK_STREAM, 0);
-  if (connect(sender, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(sender);
-    close(listener);
-    return 0;
-  }
-  int receiver = accept(listener, nullptr, nullptr);
-  close(listener);
-  // The wire's best: 1 MiB system calls (larger ones are no faster), at
-  // least 256 MiB per round.
+namespace {
+
+// Streams `message_bytes` (at least 256 MiB per round) from `sender` to
+// `receiver` in system calls of at most 1 MiB (larger ones are no faster);
+// the best of three rounds. Closes both.
+double StreamBytesPerSecond(int sender, int receiver, int64_t message_bytes) {
   const int64_t chunk = std::min<int64_t>(message_bytes, int64_t{1} << 20);
   const int64_t total = std::max<int64_t>(message_bytes, int64_t{256} << 20);
   // Both sides touch their memory before timing, as the driver's steady state.
@@ -133,11 +117,47 @@ double LoopbackTcpBytesPerSecond(int64_t message_bytes) {
   return best;
 }
 
-std::unique_ptr<grpc::Server> StartAckServer(int* port) {
+}  // namespace
+
+double LoopbackTcpBytesPerSecond(int64_t message_bytes) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      listen(listener, 1) != 0) {
+    close(listener);
+    return 0;
+  }
+  int sender = socket(AF_INET, SOCK_STREAM, 0);
+  if (connect(sender, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(sender);
+    close(listener);
+    return 0;
+  }
+  int receiver = accept(listener, nullptr, nullptr);
+  close(listener);
+  return StreamBytesPerSecond(sender, receiver, message_bytes);
+}
+
+double UnixSocketBytesPerSecond(int64_t message_bytes) {
+  int ends[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, ends) != 0) return 0;
+  return StreamBytesPerSecond(ends[0], ends[1], message_bytes);
+}
+
+std::unique_ptr<grpc::Server> StartAckServer(int* port,
+                                             const std::string& unix_socket) {
   static AckService* service = new AckService();  // Stateless, shared.
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                            port);
+  if (!unix_socket.empty()) {
+    builder.AddListeningPort("unix:" + unix_socket,
+                             grpc::InsecureServerCredentials());
+  }
   builder.RegisterService(service);
   builder.SetMaxReceiveMessageSize(INT_MAX);
   builder.SetMaxSendMessageSize(INT_MAX);

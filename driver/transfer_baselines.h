@@ -3,7 +3,8 @@
 
 // What the transfer benchmark compares the grpc:// driver with, measured in
 // the same run:
-// - raw loopback TCP: the wire's ceiling on this machine;
+// - raw loopback TCP: the wire's ceiling on this machine (and a raw Unix
+//   socket pair, for grpc://unix:);
 // - a bare gRPC stream: the same library, channel settings and message
 //   sizes, with no protocol behind it. The gap between the two is gRPC's own;
 //   the gap between the bare stream and the driver is ours.
@@ -23,13 +24,19 @@ namespace tpu::driver {
 // rounds. The transfer size does not matter to a stream, only to the calls.
 double LoopbackTcpBytesPerSecond(int64_t message_bytes);
 
+// The same through a connected pair of Unix domain stream sockets: what the
+// kernel offers the grpc://unix: fast path.
+double UnixSocketBytesPerSecond(int64_t message_bytes);
+
 // A server whose StreamExecute answers every message without parsing it: an
 // 8-byte message asks for a reply of that many bytes, any other gets one
-// byte. Listens on 127.0.0.1:*port; null if it cannot listen.
-std::unique_ptr<grpc::Server> StartAckServer(int* port);
+// byte. Listens on 127.0.0.1:*port, and on `unix_socket` if not empty; null
+// if it cannot listen.
+std::unique_ptr<grpc::Server> StartAckServer(
+    int* port, const std::string& unix_socket = "");
 
 // Bytes per second of `message_bytes` messages over a bare gRPC bidi stream
-// to an ack server at `address` (host:port): sent by the client if
+// to an ack server at `address` (host:port or unix:PATH): sent by the client if
 // `to_server`, else asked for with 8-byte requests and sent by the server.
 // Up to `in_flight` messages are unanswered at a time (1: each waits for its
 // answer). Sends `messages` after an untimed warm-up. Zero on any failure.

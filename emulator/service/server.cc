@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "emulator/service/service.h"
+#include "emulator/service/unix_socket.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/server_credentials.h"
 
@@ -33,6 +34,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
       TcpPortCredentials(options.bind, options.tls,
                          options.allow_insecure_remote);
   if (!credentials.ok()) return credentials.status();
+  if (!options.unix_socket.empty()) {
+    absl::Status usable = CheckUnixSocketPath(options.unix_socket);
+    if (!usable.ok()) return usable;
+  }
   absl::StatusOr<std::unique_ptr<Worker>> worker =
       Worker::Create(options.worker);
   if (!worker.ok()) return worker.status();
@@ -47,6 +52,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   const std::string address = JoinHostPort(options.bind, options.port);
   int selected_port = 0;
   builder.AddListeningPort(address, *credentials, &selected_port);
+  int unix_selected = 0;
+  if (!options.unix_socket.empty()) {
+    // Plaintext: only processes of this machine allowed to write the socket
+    // file can connect (unix_socket.h).
+    builder.AddListeningPort(absl::StrCat("unix:", options.unix_socket),
+                             grpc::InsecureServerCredentials(), &unix_selected);
+  }
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(INT_MAX);
   builder.SetMaxSendMessageSize(INT_MAX);
@@ -56,6 +68,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server->server_ = builder.BuildAndStart();
+  if (!options.unix_socket.empty() && selected_port != 0 &&
+      unix_selected == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("Cannot listen on Unix socket \"", options.unix_socket,
+                     "\": check that its directory exists and is writable."));
+  }
   if (server->server_ == nullptr || selected_port == 0) {
     return absl::UnavailableError(absl::StrCat(
         "Cannot listen on ", address,
@@ -66,6 +84,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
         ". Pick another --bind/--port (--port=0 picks a free port)."));
   }
   server->port_ = selected_port;
+  server->unix_socket_ = options.unix_socket;
   return server;
 }
 

@@ -48,15 +48,19 @@ struct ServerOptions {
   // allow_insecure_remote is set.
   TlsOptions tls;
   bool allow_insecure_remote = false;
+  // If set, also listen on this Unix domain socket (plaintext; the same
+  // protocol; clients dial grpc://unix:PATH). See unix_socket.h.
+  std::string unix_socket;
   WorkerOptions worker;
 };
 
 class Server {
  public:
   // INVALID_ARGUMENT for bad options (including plaintext on a non-loopback
-  // address, see TcpPortCredentials), NOT_FOUND for a TLS file that is
-  // missing, UNAVAILABLE if the address cannot be listened on (e.g. the port
-  // is in use).
+  // address, see TcpPortCredentials, and unusable socket paths, see
+  // CheckUnixSocketPath), NOT_FOUND for a TLS file that is missing,
+  // UNAVAILABLE if the address or socket cannot be listened on (e.g. the
+  // port is in use).
   static absl::StatusOr<std::unique_ptr<Server>> Start(
       const ServerOptions& options);
   // Shuts down (if not yet) and releases everything.
@@ -68,6 +72,8 @@ class Server {
   int port() const { return port_; }
   // "HOST:PORT" as clients dial it ("[::1]:8470" for IPv6).
   std::string address() const;
+  // The Unix socket path also listened on; empty if none.
+  const std::string& unix_socket() const { return unix_socket_; }
   Worker* worker() const { return worker_.get(); }
 
   // Stops accepting calls; calls still open after `grace` are cancelled
@@ -79,6 +85,7 @@ class Server {
 
   std::string bind_;
   int port_ = 0;
+  std::string unix_socket_;
   // Destroyed in reverse: the gRPC server first, then the service it
   // dispatches to, then the worker.
   std::unique_ptr<Worker> worker_;

@@ -3,13 +3,14 @@
 //
 //   tpu_emulator [--port=8470] [--bind=127.0.0.1] [--port_file=PATH]
 //                [--tls_cert=PEM --tls_key=PEM [--tls_client_ca=PEM]]
-//                [--allow_insecure_remote]
+//                [--allow_insecure_remote] [--unix_socket=PATH]
 //                [--chips=4] [--cores_per_chip=2] [--hbm_bytes_per_core=N]
 //                [--pod_hosts=1] [--host_id=0] [--tpu_numerics=false]
 //                [--max_idle_time_seconds=3600] [--compute_threads=0]
 //                [--unknown_handle_wait_ms=5000]
 //
-// Prints "tpu_emulator listening on HOST:PORT" once it serves (and writes
+// Prints "tpu_emulator listening on HOST:PORT" (plus " (TLS)" or " (mutual
+// TLS)", and " and unix:PATH" with --unix_socket) once it serves (and writes
 // PORT to --port_file). SIGINT/SIGTERM shut it down gracefully (exit 0).
 
 #include <signal.h>
@@ -40,6 +41,10 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA certificates: require clients to present a certificate "
           "they signed (mutual TLS).");
+ABSL_FLAG(std::string, unix_socket, "",
+          "Also listen on this Unix domain socket (clients dial "
+          "grpc://unix:PATH): the same protocol without TCP, for clients on "
+          "this machine.");
 ABSL_FLAG(bool, allow_insecure_remote, false,
           "Serve plaintext on a non-loopback --bind (only on a network you "
           "trust: anyone who connects can run programs and read memory).");
@@ -99,7 +104,8 @@ int main(int argc, char** argv) {
       "Serves the tpu_driver.CloudTpuDriver protocol as an emulated TPU "
       "worker.\nUsage: tpu_emulator [--port=8470] [--bind=127.0.0.1] "
       "[--port_file=PATH] [--tls_cert=PEM --tls_key=PEM "
-      "[--tls_client_ca=PEM]] [--allow_insecure_remote] [--chips=4] "
+      "[--tls_client_ca=PEM]] [--allow_insecure_remote] "
+      "[--unix_socket=PATH] [--chips=4] "
       "[--cores_per_chip=2] "
       "[--hbm_bytes_per_core=N] [--pod_hosts=1] [--host_id=0] "
       "[--tpu_numerics=false] [--max_idle_time_seconds=3600] "
@@ -125,6 +131,7 @@ int main(int argc, char** argv) {
   options.tls.key_path = absl::GetFlag(FLAGS_tls_key);
   options.tls.client_ca_path = absl::GetFlag(FLAGS_tls_client_ca);
   options.allow_insecure_remote = absl::GetFlag(FLAGS_allow_insecure_remote);
+  options.unix_socket = absl::GetFlag(FLAGS_unix_socket);
   options.worker.chips = absl::GetFlag(FLAGS_chips);
   options.worker.cores_per_chip = absl::GetFlag(FLAGS_cores_per_chip);
   options.worker.hbm_bytes_per_core = absl::GetFlag(FLAGS_hbm_bytes_per_core);
@@ -149,8 +156,12 @@ int main(int argc, char** argv) {
   const char* security = options.tls.cert_path.empty()        ? ""
                          : options.tls.client_ca_path.empty() ? " (TLS)"
                                                               : " (mutual TLS)";
-  printf("tpu_emulator listening on %s%s\n", (*server)->address().c_str(),
-         security);
+  const std::string also_unix =
+      options.unix_socket.empty()
+          ? ""
+          : absl::StrCat(" and unix:", options.unix_socket);
+  printf("tpu_emulator listening on %s%s%s\n", (*server)->address().c_str(),
+         security, also_unix.c_str());
   fflush(stdout);
 
   int received = 0;
