@@ -28,6 +28,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -238,14 +239,6 @@ void RunTransfers(benchmark::State& state, Backend backend, bool to_device) {
   ReportThroughput(state, backend, to_device, bytes, seconds);
 }
 
-void BM_HostToDevice(benchmark::State& state, Backend backend) {
-  RunTransfers(state, backend, /*to_device=*/true);
-}
-
-void BM_DeviceToHost(benchmark::State& state, Backend backend) {
-  RunTransfers(state, backend, /*to_device=*/false);
-}
-
 // --- A tiny program's round trip ---------------------------------------------
 
 xla::ShapeProto F32(int64_t n) {
@@ -431,33 +424,33 @@ void LargeTransferArgs(benchmark::internal::Benchmark* b) {
   b->Args({256 << 20, 1})->Iterations(8)->UseRealTime();
 }
 
-BENCHMARK_CAPTURE(BM_HostToDevice, Grpc, Backend::kGrpc)->Apply(TransferArgs);
-BENCHMARK_CAPTURE(BM_HostToDevice, Grpc, Backend::kGrpc)
-    ->Apply(LargeTransferArgs);
-BENCHMARK_CAPTURE(BM_DeviceToHost, Grpc, Backend::kGrpc)->Apply(TransferArgs);
-BENCHMARK_CAPTURE(BM_DeviceToHost, Grpc, Backend::kGrpc)
-    ->Apply(LargeTransferArgs);
-BENCHMARK_CAPTURE(BM_TinyProgramRoundTrip, Grpc, Backend::kGrpc)->UseRealTime();
-BENCHMARK_CAPTURE(BM_PipelinedSmallOps, Grpc, Backend::kGrpc)->UseRealTime();
-
-BENCHMARK_CAPTURE(BM_HostToDevice, Unix, Backend::kUnix)->Apply(TransferArgs);
-BENCHMARK_CAPTURE(BM_HostToDevice, Unix, Backend::kUnix)
-    ->Apply(LargeTransferArgs);
-BENCHMARK_CAPTURE(BM_DeviceToHost, Unix, Backend::kUnix)->Apply(TransferArgs);
-BENCHMARK_CAPTURE(BM_DeviceToHost, Unix, Backend::kUnix)
-    ->Apply(LargeTransferArgs);
-BENCHMARK_CAPTURE(BM_TinyProgramRoundTrip, Unix, Backend::kUnix)->UseRealTime();
-BENCHMARK_CAPTURE(BM_PipelinedSmallOps, Unix, Backend::kUnix)->UseRealTime();
-
-BENCHMARK_CAPTURE(BM_HostToDevice, Local, Backend::kLocal)->Apply(TransferArgs);
-BENCHMARK_CAPTURE(BM_HostToDevice, Local, Backend::kLocal)
-    ->Apply(LargeTransferArgs);
-BENCHMARK_CAPTURE(BM_DeviceToHost, Local, Backend::kLocal)->Apply(TransferArgs);
-BENCHMARK_CAPTURE(BM_DeviceToHost, Local, Backend::kLocal)
-    ->Apply(LargeTransferArgs);
-BENCHMARK_CAPTURE(BM_TinyProgramRoundTrip, Local, Backend::kLocal)
-    ->UseRealTime();
-BENCHMARK_CAPTURE(BM_PipelinedSmallOps, Local, Backend::kLocal)->UseRealTime();
+// Every benchmark, once per backend: BM_<name>/<backend>/...
+void RegisterBenchmarks() {
+  const std::pair<const char*, Backend> backends[] = {
+      {"Grpc", Backend::kGrpc},
+      {"Unix", Backend::kUnix},
+      {"Local", Backend::kLocal}};
+  for (const auto& [name, backend] : backends) {
+    auto named = [name = std::string(name)](const char* benchmark) {
+      return absl::StrCat(benchmark, "/", name);
+    };
+    for (bool to_device : {true, false}) {
+      const std::string which =
+          named(to_device ? "BM_HostToDevice" : "BM_DeviceToHost");
+      for (auto* args : {&TransferArgs, &LargeTransferArgs}) {
+        benchmark::RegisterBenchmark(which.c_str(), RunTransfers, backend,
+                                     to_device)
+            ->Apply(args);
+      }
+    }
+    benchmark::RegisterBenchmark(named("BM_TinyProgramRoundTrip").c_str(),
+                                 BM_TinyProgramRoundTrip, backend)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(named("BM_PipelinedSmallOps").c_str(),
+                                 BM_PipelinedSmallOps, backend)
+        ->UseRealTime();
+  }
+}
 
 }  // namespace
 }  // namespace tpu::driver
@@ -477,6 +470,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   tpu::driver::targets = &*targets;
+  tpu::driver::RegisterBenchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

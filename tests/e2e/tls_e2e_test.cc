@@ -21,7 +21,7 @@
 namespace tpu {
 namespace {
 
-using e2e::ErrorLineBeforeGrpc;
+using e2e::ConnectErrorLine;
 using e2e::TpuEmulatorPath;
 using e2e::TpuRunPath;
 using tools::CommandResult;
@@ -29,16 +29,16 @@ using tools::ServerProcess;
 
 constexpr char kOpenssl[] = "/usr/bin/openssl";
 
-absl::Status Openssl(std::vector<std::string> args) {
+// Runs openssl with `args`; false (and a test failure saying why) if it
+// fails.
+bool Openssl(std::vector<std::string> args) {
   args.insert(args.begin(), kOpenssl);
-  absl::StatusOr<CommandResult> result =
-      tools::RunCommand(args, absl::Seconds(120));
-  if (!result.ok()) return result.status();
-  if (result->exit_code != 0) {
-    return absl::InternalError(
-        absl::StrCat("openssl ", args[1], " failed: ", result->err));
+  CommandResult result = e2e::RunToCompletion(args);
+  if (result.exit_code != 0) {
+    ADD_FAILURE() << "openssl " << args[1] << " failed: " << result.err;
+    return false;
   }
-  return absl::OkStatus();
+  return true;
 }
 
 class TlsE2ETest : public ::testing::Test {
@@ -50,24 +50,21 @@ class TlsE2ETest : public ::testing::Test {
     std::filesystem::remove_all(*dir_);
     std::filesystem::create_directories(*dir_);
     for (const char* ca : {"ca", "other_ca"}) {
-      ASSERT_TRUE(Openssl({"req", "-x509", "-newkey", "rsa:2048", "-nodes",
-                           "-days", "2", "-subj", absl::StrCat("/CN=", ca),
-                           "-keyout", File(ca, "key"), "-out", File(ca, "pem")})
-                      .ok());
+      ASSERT_TRUE(
+          Openssl({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
+                   "2", "-subj", absl::StrCat("/CN=", ca), "-keyout",
+                   File(ca, "key"), "-out", File(ca, "pem")}));
     }
     std::ofstream(File("san", "ext"))
         << "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
     for (const char* name : {"worker", "client"}) {
       ASSERT_TRUE(Openssl({"req", "-newkey", "rsa:2048", "-nodes", "-subj",
                            absl::StrCat("/CN=", name), "-keyout",
-                           File(name, "key"), "-out", File(name, "csr")})
-                      .ok());
-      ASSERT_TRUE(
-          Openssl({"x509", "-req", "-days", "2", "-in", File(name, "csr"),
-                   "-CA", File("ca", "pem"), "-CAkey", File("ca", "key"),
-                   "-CAcreateserial", "-extfile", File("san", "ext"), "-out",
-                   File(name, "pem")})
-              .ok());
+                           File(name, "key"), "-out", File(name, "csr")}));
+      ASSERT_TRUE(Openssl(
+          {"x509", "-req", "-days", "2", "-in", File(name, "csr"), "-CA",
+           File("ca", "pem"), "-CAkey", File("ca", "key"), "-CAcreateserial",
+           "-extfile", File("san", "ext"), "-out", File(name, "pem")}));
     }
   }
   static void TearDownTestSuite() {
@@ -95,21 +92,12 @@ class TlsE2ETest : public ::testing::Test {
   }
 
   CommandResult Run(const std::string& target) {
-    absl::StatusOr<CommandResult> result = tools::RunCommand(
-        {TpuRunPath(), absl::StrCat("--target=", target),
-         absl::StrCat("--module=", e2e::WriteTwiceXPlusOne("tls_module")),
-         "--random_inputs"},
-        absl::Seconds(120));
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? *result : CommandResult();
+    return e2e::RunTwiceXPlusOne(target, "tls_module");
   }
 
   CommandResult RunEmulator(std::vector<std::string> flags) {
     flags.insert(flags.begin(), TpuEmulatorPath());
-    absl::StatusOr<CommandResult> result =
-        tools::RunCommand(flags, absl::Seconds(120));
-    EXPECT_TRUE(result.ok()) << result.status();
-    return result.ok() ? *result : CommandResult();
+    return e2e::RunToCompletion(std::move(flags));
   }
 
   static std::string* dir_;
@@ -181,29 +169,22 @@ TEST_F(TlsE2ETest, TlsSessionRunsAProgramAndRejectsAWrongCa) {
 
   const std::string wrong_ca =
       absl::StrCat(base, "?ca=", File("other_ca", "pem"));
-  CommandResult rejected = Run(wrong_ca);
-  EXPECT_EQ(rejected.exit_code, 1);
-  EXPECT_EQ(ErrorLineBeforeGrpc(rejected),
-            absl::StrCat("tpu_run: error: UNAVAILABLE: Failed to connect to "
-                         "remote server at address: ",
-                         wrong_ca,
-                         ": the TLS handshake failed: the worker's certificate "
-                         "was not accepted. Check that ca= names the CA that "
-                         "signed it and that it names the host dialed (or set "
-                         "server_name= to a name it carries)."));
+  EXPECT_EQ(e2e::TwiceXPlusOneError(wrong_ca, "tls_module"),
+            ConnectErrorLine(wrong_ca,
+                             "the TLS handshake failed: the worker's "
+                             "certificate was not accepted. Check that ca= "
+                             "names the CA that signed it and that it names "
+                             "the host dialed (or set server_name= to a name "
+                             "it carries)."));
 
   const std::string plaintext =
       absl::StrCat("grpc://127.0.0.1:", worker->port());
-  CommandResult plain = Run(plaintext);
-  EXPECT_EQ(plain.exit_code, 1);
-  EXPECT_EQ(ErrorLineBeforeGrpc(plain),
-            absl::StrCat("tpu_run: error: UNAVAILABLE: Failed to connect to "
-                         "remote server at address: ",
-                         plaintext,
-                         ": the worker closed the connection. If it serves TLS "
-                         "(tpu_emulator --tls_cert), dial "
-                         "grpcs://HOST:PORT?ca=CA.pem; otherwise check the "
-                         "address (--target)."));
+  EXPECT_EQ(e2e::TwiceXPlusOneError(plaintext, "tls_module"),
+            ConnectErrorLine(plaintext,
+                             "the worker closed the connection. If it serves "
+                             "TLS (tpu_emulator --tls_cert), dial "
+                             "grpcs://HOST:PORT?ca=CA.pem; otherwise check "
+                             "the address (--target)."));
 }
 
 TEST_F(TlsE2ETest, MutualTlsNeedsAClientCertificate) {
@@ -217,17 +198,13 @@ TEST_F(TlsE2ETest, MutualTlsNeedsAClientCertificate) {
                                       "&key=", File("client", "key")));
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
 
-  CommandResult anonymous = Run(base);
-  EXPECT_EQ(anonymous.exit_code, 1);
-  EXPECT_EQ(ErrorLineBeforeGrpc(anonymous),
-            absl::StrCat("tpu_run: error: UNAVAILABLE: Failed to connect to "
-                         "remote server at address: ",
-                         base,
-                         ": the worker closed the connection during the TLS "
-                         "handshake. If it requires client certificates "
-                         "(tpu_emulator --tls_client_ca), give cert= and key= "
-                         "signed by a CA it trusts; if it serves plaintext, "
-                         "dial grpc://."));
+  EXPECT_EQ(e2e::TwiceXPlusOneError(base, "tls_module"),
+            ConnectErrorLine(base,
+                             "the worker closed the connection during the TLS "
+                             "handshake. If it requires client certificates "
+                             "(tpu_emulator --tls_client_ca), give cert= and "
+                             "key= signed by a CA it trusts; if it serves "
+                             "plaintext, dial grpc://."));
 }
 
 }  // namespace

@@ -19,7 +19,6 @@
 namespace tpu {
 namespace {
 
-using e2e::ErrorLineBeforeGrpc;
 using e2e::TpuEmulatorPath;
 using e2e::TpuRunPath;
 using tools::CommandResult;
@@ -33,17 +32,8 @@ std::string ShortDir() {
   return dir;
 }
 
-CommandResult Execute(std::vector<std::string> argv) {
-  absl::StatusOr<CommandResult> result =
-      tools::RunCommand(argv, absl::Seconds(120));
-  EXPECT_TRUE(result.ok()) << result.status();
-  return result.ok() ? *result : CommandResult();
-}
-
 CommandResult RunModule(const std::string& target) {
-  return Execute({TpuRunPath(), absl::StrCat("--target=", target),
-                  absl::StrCat("--module=", e2e::WriteTwiceXPlusOne("unix")),
-                  "--random_inputs"});
+  return e2e::RunTwiceXPlusOne(target, "unix");
 }
 
 TEST(UnixSocketE2ETest, TpuRunReachesTheWorkerOverItsUnixSocket) {
@@ -69,7 +59,7 @@ TEST(UnixSocketE2ETest, TpuRunReachesTheWorkerOverItsUnixSocket) {
   EXPECT_EQ(unix_run.out, tcp_run.out);
 
   // A second worker may not take the socket over.
-  CommandResult second = Execute(
+  CommandResult second = e2e::RunToCompletion(
       {TpuEmulatorPath(), "--port=0", absl::StrCat("--unix_socket=", socket)});
   EXPECT_EQ(second.exit_code, 2);
   EXPECT_EQ(second.err,
@@ -80,19 +70,10 @@ TEST(UnixSocketE2ETest, TpuRunReachesTheWorkerOverItsUnixSocket) {
 
   // Once the worker is gone, clients are told what to do.
   EXPECT_EQ((*worker)->process().Stop(SIGTERM, absl::Seconds(30)), 0);
-  CommandResult gone = RunModule(target);
-  EXPECT_EQ(gone.exit_code, 1);
-  EXPECT_EQ(ErrorLineBeforeGrpc(gone),
-            absl::StrCat("tpu_run: error: UNAVAILABLE: Failed to connect to "
-                         "remote server at address: ",
-                         target,
-                         ": the connection was refused; no TPU worker is "
-                         "serving there. Start one (tpu_emulator "
-                         "--unix_socket=",
-                         socket,
-                         "), check the address (--target), or wait for a "
-                         "worker that is still starting with a connect "
-                         "timeout (--connect_timeout)."));
+  EXPECT_EQ(e2e::TwiceXPlusOneError(target, "unix"),
+            e2e::ConnectErrorLine(target,
+                                  e2e::RefusedReason(absl::StrCat(
+                                      "tpu_emulator --unix_socket=", socket))));
 }
 
 TEST(UnixSocketE2ETest, ASocketLeftByAKilledWorkerIsReused) {
