@@ -243,10 +243,22 @@ absl::Status TpuExecutable::Await(const std::vector<Launched>& launched) const {
   std::vector<std::shared_ptr<driver::Event>> events;
   for (const Launched& l : launched) events.push_back(l.done);
   const TpuClient* client = client_.get();
-  return AwaitExecution(
+  // Beside the reference's messages, the worker's wait report (when it has
+  // one to give) says which cores wait for whom: the cause beside the
+  // symptom.
+  auto warn_with_report = [client](absl::string_view message) {
+    client->Warn(message);
+    absl::StatusOr<std::string> report = client->driver()->DescribeWaits();
+    if (report.ok()) client->Warn(absl::StrCat("Wait report:\n", *report));
+  };
+  absl::Status status = AwaitExecution(
       events, client->options().execute_warn_interval,
-      client->options().execute_max_time,
-      [client](absl::string_view message) { client->Warn(message); });
+      client->options().execute_max_time, warn_with_report);
+  if (absl::IsDeadlineExceeded(status)) {
+    absl::StatusOr<std::string> report = client->driver()->DescribeWaits();
+    if (report.ok()) client->Warn(absl::StrCat("Wait report:\n", *report));
+  }
+  return status;
 }
 
 absl::StatusOr<std::vector<std::unique_ptr<TpuBuffer>>> TpuExecutable::Unpack(

@@ -1,5 +1,7 @@
 #include "driver/grpc/grpc_transport.h"
 
+#include "proto/control.grpc.pb.h"
+
 #include <chrono>
 #include <limits>
 #include <thread>
@@ -208,6 +210,20 @@ absl::StatusOr<tpu_driver::SystemInfo> GrpcTransport::QuerySystemInfo() {
                                      " failed: ", status.error_message()));
   }
   return std::move(*response.mutable_system_info());
+}
+
+absl::StatusOr<tpu_emulator::WaitReport> GrpcTransport::GetWaitReport() {
+  auto context = UnaryContext();
+  tpu_emulator::WaitReport report;
+  grpc::Status status = tpu_emulator::Control::NewStub(channel_)->GetWaitReport(
+      context.get(), tpu_emulator::GetWaitReportRequest(), &report);
+  if (!status.ok()) {
+    // A real TPU worker serves no control service: UNIMPLEMENTED.
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        absl::StrCat("GetWaitReport on ", address_,
+                                     " failed: ", status.error_message()));
+  }
+  return report;
 }
 
 std::unique_ptr<TransportStream> GrpcTransport::OpenStream(

@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "proto/wait_report_text.h"
 
@@ -81,7 +83,9 @@ CollectiveHub::CollectiveHub(CollectiveHubOptions options)
   }
 }
 
-CollectiveHub::~CollectiveHub() {
+CollectiveHub::~CollectiveHub() { StopReporting(); }
+
+void CollectiveHub::StopReporting() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -107,8 +111,8 @@ absl::StatusOr<std::unique_ptr<Launch>> CollectiveHub::BeginLaunch(
           absl::StrCat("core ", info.core, " is not a core of this worker"));
     }
     const std::string count_key =
-        absl::StrCat(info.fingerprint, "|", DevicesKey(info.assignment), "|",
-                     info.core);
+        absl::StrCat(info.client_id, "|", info.fingerprint, "|",
+                     DevicesKey(info.assignment), "|", info.core);
     number = launch_counts_[count_key]++;
     core->activity = tpu_emulator::CoreWait::RUNNING;
     core->program = info.program;
@@ -134,6 +138,14 @@ void CollectiveHub::EndLaunch(const Launch& launch) {
   core->meeting.reset();
 }
 
+void CollectiveHub::ForgetClient(uint32_t client_id) {
+  absl::MutexLock lock(&mu_);
+  const std::string prefix = absl::StrCat(client_id, "|");
+  absl::erase_if(launch_counts_, [&](const auto& entry) {
+    return absl::StartsWith(entry.first, prefix);
+  });
+}
+
 void CollectiveHub::WakeWaiters() {
   // Releasing the mutex re-evaluates every waiter's condition.
   absl::MutexLock lock(&mu_);
@@ -147,7 +159,8 @@ absl::StatusOr<Literal> CollectiveHub::Exchange(
       absl::StrCat(request.computation, "/", request.instruction);
   const int64_t occurrence = launch.occurrences_[site]++;
   const std::string key = absl::StrCat(
-      info.fingerprint, "|", DevicesKey(info.assignment), "|", launch.number_,
+      info.client_id, "|", info.fingerprint, "|", DevicesKey(info.assignment),
+      "|", launch.number_,
       "|", site, "|", occurrence, "|", DevicesKey(request.devices));
   const int n = static_cast<int>(request.devices.size());
 
@@ -264,7 +277,8 @@ absl::Status CollectiveHub::LaunchBarrier(const LaunchInfo& info) {
         "core ", info.core, " is not in the device assignment {",
         DevicesKey(info.assignment), "}"));
   }
-  const std::string set_key = absl::StrCat("barrier|", DevicesKey(devices));
+  const std::string set_key =
+      absl::StrCat(info.client_id, "|barrier|", DevicesKey(devices));
   absl::MutexLock lock(&mu_);
   const int64_t k = launch_counts_[absl::StrCat(set_key, "|", info.core)]++;
   const std::string key = absl::StrCat(set_key, "|", k);

@@ -5,8 +5,8 @@
 // knows about who waits for whom.
 //
 // A launch is one execute of a program on one core. Each core's k-th launch
-// of a program (same module fingerprint, same device assignment) meets its
-// peers' k-th launch; within a launch, participants meet per instruction and
+// of a program by a client (same module fingerprint, same device assignment)
+// meets its peers' k-th launch by that client; within a launch, participants meet per instruction and
 // per execution of it (collectives in loops meet once per iteration) and per
 // group. A participant that never arrives leaves the others blocked, as on a
 // TPU: there is no timeout, only cancellation of the waiter's own client
@@ -110,6 +110,14 @@ class CollectiveHub {
 
   // Wakes waiters so that those whose client was cancelled leave.
   void WakeWaiters();
+
+  // Drops a closed client's launch numbers. Launches of different clients
+  // never meet: each client numbers its own launches from 0, as each TPU
+  // program run has its own launch id.
+  void ForgetClient(uint32_t client_id);
+
+  // Stops the long-wait log line (before what `queued` reads goes away).
+  void StopReporting();
 
   // The state of every core now, with up to `history` of each core's most
   // recent collectives.

@@ -1,0 +1,275 @@
+// Replicated programs with collectives through a real tpu_emulator process:
+// exact values over grpc://, a hang that the client's deadline reports with
+// the worker's wait report, tpu_ctl's view of the same hang, and the launch
+// barrier that turns it into FAILED_PRECONDITION.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "client/tpu_buffer.h"
+#include "client/tpu_client.h"
+#include "client/tpu_executable.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "hlo/literal.h"
+#include "hlo/text/hlo_parser.h"
+#include "tests/e2e/subprocess.h"
+#include "tests/pod/emulator_process.h"
+
+namespace tpu {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr char kAllReduceAndGather[] = R"(
+HloModule replicated_step
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT r = s32[] add(a, b)
+}
+ENTRY e {
+  p = s32[2] parameter(0)
+  sum = s32[2] all-reduce(p), replica_groups={}, to_apply=add
+  id = u32[] replica-id()
+  ids = s32[] convert(id)
+  one = s32[1] reshape(ids)
+  gathered = s32[8] all-gather(one), dimensions={0}, replica_groups={}
+  ROOT t = (s32[2], s32[8]) tuple(sum, gathered)
+}
+)";
+
+// Two replicas that meet at one all-reduce; `name` tells programs apart.
+std::string MeetingProgram(const std::string& name) {
+  return absl::StrCat("HloModule ", name, R"(
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT r = s32[] add(a, b)
+}
+ENTRY e {
+  p = s32[1] parameter(0)
+  ROOT s = s32[1] all-reduce(p), replica_groups={}, to_apply=add
+}
+)");
+}
+
+Literal S32(std::vector<int64_t> dims, std::vector<int32_t> values) {
+  return Literal::FromVector<int32_t>(xla::S32, std::move(dims), values);
+}
+
+class CollectivesE2ETest : public ::testing::Test {
+ protected:
+  void StartWorker(std::vector<std::string> flags = {}) {
+    flags.push_back("--chips=4");
+    flags.push_back("--cores_per_chip=2");
+    flags.push_back("--compute_threads=2");
+    auto worker = pod_test::EmulatorProcess::Start(
+        pod_test::Runfile("tools/tpu_emulator/tpu_emulator"), "worker", flags);
+    ASSERT_TRUE(worker.ok()) << worker.status();
+    worker_ = *std::move(worker);
+  }
+
+  std::shared_ptr<client::TpuClient> Connect(client::ClientOptions options) {
+    auto client = client::TpuClient::Get(
+        absl::StrCat("grpc://", worker_->address()), options);
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? *client : nullptr;
+  }
+
+  // Launches replica 0 of a two-replica `program` on core 0 only, through
+  // the driver: core 0 then waits in its all-reduce for core 1 forever.
+  std::shared_ptr<driver::Event> LaunchOneReplica(
+      client::TpuClient& client, const std::string& program) {
+    driver::TpuDriver* driver = client.driver();
+    auto module = hlo::ParseHloModule(program);
+    EXPECT_TRUE(module.ok()) << module.status();
+    xla::HloProto proto;
+    *proto.mutable_hlo_module() = *module;
+    compiled_.push_back(driver->CompileProgram(proto, 2, {}));
+    loaded_.push_back(driver->LoadProgram(0, compiled_.back().get(), {}));
+    const xla::ShapeProto shape = Shape::Array(xla::S32, {1}).ToProto();
+    buffers_.push_back(driver->Allocate(0, tpu_driver::MemoryRegion::HBM,
+                                        shape, {}));
+    driver::BufferHandle* input = buffers_.back().get();
+    static const int32_t kOne = 1;
+    events_.push_back(driver->TransferToDevice(&kOne, input, {}));
+    buffers_.push_back(driver->Allocate(0, tpu_driver::MemoryRegion::HBM,
+                                        shape, {}));
+    xla::DeviceAssignmentProto assignment;
+    assignment.set_replica_count(2);
+    assignment.set_computation_count(1);
+    auto* devices = assignment.add_computation_devices();
+    devices->add_replica_device_ids(0);
+    devices->add_replica_device_ids(1);
+    driver::Event* written = events_.back().get();
+    return driver->ExecuteProgram(loaded_.back().get(), {input},
+                                  {buffers_.back().get()}, assignment,
+                                  {written});
+  }
+
+  // Runs both replicas of `program` through the client (cores 0 and 1).
+  absl::Status RunBothReplicas(std::shared_ptr<client::TpuClient> client,
+                               const std::string& program) {
+    auto module = hlo::ParseHloModule(program);
+    if (!module.ok()) return module.status();
+    client::CompileOptions options;
+    options.num_replicas = 2;
+    auto executable = client::TpuExecutable::Compile(*module, options, client);
+    if (!executable.ok()) return executable.status();
+    std::vector<std::unique_ptr<client::TpuBuffer>> inputs;
+    std::vector<std::vector<client::TpuBuffer*>> arguments;
+    for (int r = 0; r < 2; ++r) {
+      auto input = client::TpuBuffer::FromLiteral(S32({1}, {r}), client, r);
+      if (!input.ok()) return input.status();
+      inputs.push_back(*std::move(input));
+      arguments.push_back({inputs.back().get()});
+    }
+    return (*executable)->ExecutePerReplica(arguments).status();
+  }
+
+  absl::StatusOr<e2e::CommandResult> TpuCtl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {
+        pod_test::Runfile("tools/tpu_ctl/tpu_ctl"),
+        absl::StrCat("--target=", worker_->address())};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return e2e::RunCommand(argv, absl::Seconds(30));
+  }
+
+  void ReleaseDriverObjects() {
+    events_.clear();
+    loaded_.clear();
+    compiled_.clear();
+    buffers_.clear();
+  }
+
+  std::unique_ptr<pod_test::EmulatorProcess> worker_;
+  std::vector<std::unique_ptr<driver::CompiledProgramHandle>> compiled_;
+  std::vector<std::unique_ptr<driver::LoadedProgramHandle>> loaded_;
+  std::vector<std::unique_ptr<driver::BufferHandle>> buffers_;
+  std::vector<std::shared_ptr<driver::Event>> events_;
+};
+
+TEST_F(CollectivesE2ETest, EightReplicasReduceAndGatherExactly) {
+  StartWorker();
+  std::shared_ptr<client::TpuClient> client = Connect({});
+  ASSERT_NE(client, nullptr);
+  auto module = hlo::ParseHloModule(kAllReduceAndGather);
+  ASSERT_TRUE(module.ok()) << module.status();
+  client::CompileOptions options;
+  options.num_replicas = 8;
+  auto executable = client::TpuExecutable::Compile(*module, options, client);
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  for (int step = 0; step < 3; ++step) {  // back-to-back launches
+    std::vector<std::unique_ptr<client::TpuBuffer>> inputs;
+    std::vector<std::vector<client::TpuBuffer*>> arguments;
+    for (int r = 0; r < 8; ++r) {
+      auto input =
+          client::TpuBuffer::FromLiteral(S32({2}, {r, step}), client, r);
+      ASSERT_TRUE(input.ok()) << input.status();
+      inputs.push_back(*std::move(input));
+      arguments.push_back({inputs.back().get()});
+    }
+    auto results = (*executable)->ExecutePerReplica(arguments);
+    ASSERT_TRUE(results.ok()) << results.status();
+    for (int r = 0; r < 8; ++r) {
+      auto sum = (*results)[r][0]->ToLiteral();
+      auto gathered = (*results)[r][1]->ToLiteral();
+      ASSERT_TRUE(sum.ok() && gathered.ok());
+      EXPECT_EQ(*sum, S32({2}, {28, 8 * step})) << "replica " << r;
+      EXPECT_EQ(*gathered, S32({8}, {0, 1, 2, 3, 4, 5, 6, 7}));
+    }
+  }
+}
+
+// Core 0 waits in program X for core 1; core 1 waits in program P for core
+// 0: the client's deadline fires with the reference messages, the wait
+// report beside them names the cycle, and tpu_ctl shows the same.
+TEST_F(CollectivesE2ETest, HangIsReportedByTheClientAndByTpuCtl) {
+  StartWorker({"--report_waits_after=0"});
+  absl::Mutex mu;
+  std::vector<std::string> warnings;
+  client::ClientOptions options;
+  options.execute_warn_interval = absl::Milliseconds(300);
+  options.execute_max_time = absl::Seconds(1);
+  options.warning_handler = [&](absl::string_view line) {
+    absl::MutexLock lock(&mu);
+    warnings.emplace_back(line);
+  };
+  std::shared_ptr<client::TpuClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  std::shared_ptr<driver::Event> stuck =
+      LaunchOneReplica(*client, MeetingProgram("X"));
+
+  absl::Status status = RunBothReplicas(client, MeetingProgram("P"));
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_EQ(status.message(), "TPU program took more than 1 seconds to complete.");
+  {
+    absl::MutexLock lock(&mu);
+    ASSERT_GE(warnings.size(), 2u);
+    EXPECT_EQ(warnings[0],
+              "TPU Execute is taking a long time. This might be due to a "
+              "deadlock between multiple TPU cores or a very slow program.");
+    EXPECT_THAT(warnings.back(), HasSubstr("Wait report:\n"));
+    EXPECT_THAT(warnings.back(),
+                HasSubstr("core 0 (host 0): waiting program X launch 0"));
+    EXPECT_THAT(warnings.back(),
+                HasSubstr("core 1 waits in P launch 0 at all-reduce s [s32[1]]: "
+                          "a different program"));
+    EXPECT_THAT(warnings.back(),
+                HasSubstr("deadlock: core 0 waits for core 1 waits for core 0"));
+  }
+
+  auto text = TpuCtl({"waits"});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(text->exit_code, 0) << text->err;
+  EXPECT_THAT(text->out, HasSubstr("deadlock: core 0 waits for core 1 waits "
+                                   "for core 0"));
+  auto json = TpuCtl({"waits", "--format=json", "--history=3"});
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(json->exit_code, 0) << json->err;
+  EXPECT_THAT(json->out, HasSubstr("{\"core\": 0, \"host_id\": 0, \"state\": "
+                                   "\"waiting\", \"program\": \"X\", "
+                                   "\"launch\": 0"));
+  EXPECT_THAT(json->out, HasSubstr("\"waiting_for\": [1]"));
+  EXPECT_THAT(json->out, HasSubstr("\"cycles\": [[0, 1]]"));
+  EXPECT_THAT(json->out, HasSubstr("\"kind\": \"all-reduce\", \"signature\": "
+                                   "\"s32[1]\", \"group\": [0, 1], \"state\": "
+                                   "\"waiting\""));
+  // The worker logged the report too (--report_waits_after=0 logs at once).
+  // Closing the client releases both cores; the worker then serves anew.
+  ReleaseDriverObjects();
+  stuck.reset();
+  client.reset();
+  std::shared_ptr<client::TpuClient> fresh = Connect({});
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_TRUE(RunBothReplicas(fresh, MeetingProgram("P")).ok());
+  auto idle = TpuCtl({"waits"});
+  ASSERT_TRUE(idle.ok());
+  EXPECT_EQ(idle->out, "no core is running or waiting\n");
+}
+
+TEST_F(CollectivesE2ETest, LaunchBarrierFailsMismatchedPrograms) {
+  StartWorker({"--launch_barrier"});
+  client::ClientOptions options;
+  options.execute_max_time = absl::Seconds(60);
+  std::shared_ptr<client::TpuClient> client = Connect(options);
+  ASSERT_NE(client, nullptr);
+  std::shared_ptr<driver::Event> stuck =
+      LaunchOneReplica(*client, MeetingProgram("X"));
+  absl::Status status = RunBothReplicas(client, MeetingProgram("P"));
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_THAT(status.message(),
+              HasSubstr("did not start the same program for the same launch: "
+                        "core 0 started X, core 1 started P"));
+  absl::Status other = stuck->Await();
+  EXPECT_EQ(other.code(), absl::StatusCode::kFailedPrecondition) << other;
+  ReleaseDriverObjects();
+}
+
+}  // namespace
+}  // namespace tpu
