@@ -6,58 +6,13 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "driver/testing/manual_event.h"
 #include "gtest/gtest.h"
 
 namespace tpu::client {
 namespace {
 
-// An event completed by the test.
-class ManualEvent : public driver::Event {
- public:
-  void Complete(absl::Status status) {
-    std::vector<std::function<void(absl::Status)>> callbacks;
-    {
-      absl::MutexLock lock(&mu_);
-      status_ = status;
-      callbacks.swap(callbacks_);
-    }
-    for (auto& cb : callbacks) cb(status);
-  }
-  absl::Status Await() override {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
-        +[](std::optional<absl::Status>* s) { return s->has_value(); },
-        &status_));
-    return *status_;
-  }
-  std::optional<absl::Status> AwaitWithTimeout(
-      absl::Duration timeout) override {
-    absl::MutexLock lock(&mu_);
-    mu_.AwaitWithTimeout(
-        absl::Condition(
-            +[](std::optional<absl::Status>* s) { return s->has_value(); },
-            &status_),
-        timeout);
-    return status_;
-  }
-  void AddCallback(std::function<void(absl::Status)> callback) override {
-    absl::Status status;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!status_.has_value()) {
-        callbacks_.push_back(std::move(callback));
-        return;
-      }
-      status = *status_;
-    }
-    callback(status);
-  }
-
- private:
-  absl::Mutex mu_;
-  std::optional<absl::Status> status_;
-  std::vector<std::function<void(absl::Status)>> callbacks_;
-};
+using driver::testing::ManualEvent;
 
 struct Warnings {
   absl::Mutex mu;

@@ -3,11 +3,14 @@
 #include <cstring>
 
 #include "absl/strings/match.h"
-#include "client/testing/fake_driver.h"
+#include "driver/testing/fake_driver.h"
 #include "gtest/gtest.h"
 
 namespace tpu::client {
 namespace {
+
+using driver::testing::FakeWorker;
+using driver::testing::FakeWorkerOptions;
 
 Literal F32(std::vector<int64_t> dims, std::vector<float> values) {
   return Literal::FromVector<float>(xla::F32, std::move(dims), values);
@@ -19,12 +22,14 @@ Literal S32(std::vector<int64_t> dims, std::vector<int32_t> values) {
 class TpuBufferTest : public ::testing::Test {
  protected:
   TpuBufferTest() {
-    auto driver = std::make_unique<FakeDriver>(2, 2);
-    driver_ = driver.get();
-    client_ = *TpuClient::Create(std::move(driver));
+    FakeWorkerOptions options;
+    options.chips = 2;
+    options.cores_per_chip = 2;
+    worker_ = FakeWorker::Create(options);
+    client_ = *TpuClient::Create(worker_->NewDriver());
   }
 
-  FakeDriver* driver_;
+  std::shared_ptr<FakeWorker> worker_;
   std::shared_ptr<TpuClient> client_;
 };
 
@@ -51,7 +56,7 @@ TEST_F(TpuBufferTest, HostCopyIsRequestedOnce) {
   ASSERT_TRUE(buffer->CopyToHostAsync().ok());
   EXPECT_TRUE(buffer->ToLiteral().ok());
   EXPECT_TRUE(buffer->ToLiteral().ok());
-  EXPECT_EQ(driver_->transfers_from_device(), 1);
+  EXPECT_EQ(worker_->issued("TransferFromDevice"), 1);
 }
 
 TEST_F(TpuBufferTest, NestedTuplesRoundTrip) {
@@ -60,12 +65,12 @@ TEST_F(TpuBufferTest, NestedTuplesRoundTrip) {
       Literal::Tuple({F32({1}, {1.0f}), inner, Literal::Tuple({})});
   auto buffer = *TpuBuffer::FromLiteral(literal, client_, 1);
   // 3 arrays + 3 tuples.
-  EXPECT_EQ(driver_->live_allocations(), 6);
+  EXPECT_EQ(worker_->live_buffers(), 6);
   absl::StatusOr<Literal> back = buffer->ToLiteral();
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, literal);
   buffer.reset();
-  EXPECT_EQ(driver_->live_allocations(), 0);
+  EXPECT_EQ(worker_->live_buffers(), 0);
 }
 
 TEST_F(TpuBufferTest, EmptyTupleReadsBackWithoutTransfers) {
@@ -73,7 +78,7 @@ TEST_F(TpuBufferTest, EmptyTupleReadsBackWithoutTransfers) {
   absl::StatusOr<Literal> back = buffer->ToLiteral();
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->tuple_size(), 0);
-  EXPECT_EQ(driver_->transfers_from_device(), 0);
+  EXPECT_EQ(worker_->issued("TransferFromDevice"), 0);
 }
 
 TEST_F(TpuBufferTest, Rejects64BitTypesWithTheReferenceGuidance) {
@@ -99,7 +104,7 @@ TEST_F(TpuBufferTest, Rejects64BitTypesWithTheReferenceGuidance) {
       TpuBuffer::AllocateBuffer(Shape::Array(xla::S64, {2}), client_, 0);
   EXPECT_EQ(allocated.status().message(), expected);
   // Nothing was allocated for the rejected tuple's f32 element either.
-  EXPECT_EQ(driver_->live_allocations(), 0);
+  EXPECT_EQ(worker_->live_buffers(), 0);
 }
 
 TEST_F(TpuBufferTest, BadDeviceAndTokenShapes) {
@@ -116,7 +121,7 @@ TEST_F(TpuBufferTest, AllocateBufferIsRecursive) {
                               Shape::Tuple({Shape::Array(xla::S32, {}),
                                             Shape::Array(xla::PRED, {2})})});
   auto buffer = *TpuBuffer::AllocateBuffer(shape, client_, 2);
-  EXPECT_EQ(driver_->live_allocations(), 5);
+  EXPECT_EQ(worker_->live_buffers(), 5);
   EXPECT_EQ(buffer->on_host_shape(), shape);
   auto elements = *buffer->DestructureTuple();
   ASSERT_EQ(elements.size(), 2u);
@@ -148,11 +153,11 @@ TEST_F(TpuBufferTest, MakeTupleSharesElements) {
 
 TEST_F(TpuBufferTest, DeleteInvalidatesAndReleases) {
   auto buffer = *TpuBuffer::FromLiteral(F32({2}, {1, 2}), client_, 0);
-  EXPECT_EQ(driver_->live_allocations(), 1);
+  EXPECT_EQ(worker_->live_buffers(), 1);
   buffer->Delete();
   buffer->Delete();  // idempotent
   EXPECT_TRUE(buffer->IsDeleted());
-  EXPECT_EQ(driver_->live_allocations(), 0);
+  EXPECT_EQ(worker_->live_buffers(), 0);
   EXPECT_EQ(buffer->CopyToHostAsync().message(),
             "CopyToHostAsync() called on invalid buffer.");
   EXPECT_EQ(buffer->ToLiteral().status().code(),
@@ -183,12 +188,12 @@ TEST_F(TpuBufferTest, CopyToDeviceAliasesOrCopies) {
 
   auto same = *src->CopyToDevice(0);
   EXPECT_EQ(same->device_buffer(), src->device_buffer());
-  EXPECT_EQ(driver_->device_to_device_copies(), 0);
+  EXPECT_EQ(worker_->issued("TransferFromDeviceToDevice"), 0);
 
   absl::StatusOr<std::unique_ptr<TpuBuffer>> other = src->CopyToDevice(3);
   ASSERT_TRUE(other.ok()) << other.status();
   EXPECT_EQ((*other)->device()->id(), 3);
-  EXPECT_EQ(driver_->device_to_device_copies(), 1);
+  EXPECT_EQ(worker_->issued("TransferFromDeviceToDevice"), 1);
   src.reset();
   same.reset();
   absl::StatusOr<Literal> back = (*other)->ToLiteral();

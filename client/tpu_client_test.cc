@@ -1,14 +1,22 @@
 #include "client/tpu_client.h"
 
-#include "client/testing/fake_driver.h"
+#include "driver/testing/fake_driver.h"
 #include "gtest/gtest.h"
 
 namespace tpu::client {
 namespace {
 
+// A driver on a fake worker of `chips` chips of `cores_per_chip` cores.
+std::unique_ptr<driver::TpuDriver> FakeDriver(int chips, int cores_per_chip) {
+  driver::testing::FakeWorkerOptions options;
+  options.chips = chips;
+  options.cores_per_chip = cores_per_chip;
+  return driver::testing::FakeWorker::Create(options)->NewDriver();
+}
+
 std::shared_ptr<TpuClient> MakeClient(int chips, int cores_per_chip) {
   absl::StatusOr<std::shared_ptr<TpuClient>> client =
-      TpuClient::Create(std::make_unique<FakeDriver>(chips, cores_per_chip));
+      TpuClient::Create(FakeDriver(chips, cores_per_chip));
   EXPECT_TRUE(client.ok()) << client.status();
   return *client;
 }
@@ -62,7 +70,7 @@ TEST(TpuClientTest, WarningsGoToTheHandler) {
     lines.emplace_back(l);
   };
   absl::StatusOr<std::shared_ptr<TpuClient>> client =
-      TpuClient::Create(std::make_unique<FakeDriver>(1, 1), options);
+      TpuClient::Create(FakeDriver(1, 1), options);
   ASSERT_TRUE(client.ok());
   (*client)->Warn("hello");
   ASSERT_EQ(lines.size(), 1u);

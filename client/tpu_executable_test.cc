@@ -5,11 +5,15 @@
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
-#include "client/testing/fake_driver.h"
+#include "driver/testing/fake_driver.h"
 #include "gtest/gtest.h"
 
 namespace tpu::client {
 namespace {
+
+using driver::testing::FakeWorker;
+using driver::testing::FakeWorkerOptions;
+using driver::testing::ModuleWithSignature;
 
 const Shape kF32x2 = Shape::Array(xla::F32, {2});
 const Shape kS32 = Shape::Array(xla::S32, {});
@@ -36,9 +40,11 @@ absl::Status AddPlusOne(const std::vector<Literal>& args,
 class TpuExecutableTest : public ::testing::Test {
  protected:
   void MakeClient(ClientOptions options = {}) {
-    auto driver = std::make_unique<FakeDriver>(4, 2);
-    driver_ = driver.get();
-    client_ = *TpuClient::Create(std::move(driver), options);
+    FakeWorkerOptions topology;
+    topology.chips = 4;
+    topology.cores_per_chip = 2;
+    worker_ = FakeWorker::Create(topology);
+    client_ = *TpuClient::Create(worker_->NewDriver(), options);
   }
   void SetUp() override { MakeClient(); }
 
@@ -46,19 +52,18 @@ class TpuExecutableTest : public ::testing::Test {
     return *TpuBuffer::FromLiteral(literal, client_, device);
   }
 
-  FakeDriver* driver_;
+  std::shared_ptr<FakeWorker> worker_;
   std::shared_ptr<TpuClient> client_;
 };
 
 TEST_F(TpuExecutableTest, CompileAndExecuteOneReplica) {
-  driver_->set_executor(AddPlusOne);
+  worker_->set_executor(AddPlusOne);
   absl::StatusOr<std::unique_ptr<TpuExecutable>> executable =
-      TpuExecutable::Compile(
-          FakeDriver::ModuleWithSignature({kF32x2, kF32x2}, kF32x2), {},
-          client_);
+      TpuExecutable::Compile(ModuleWithSignature({kF32x2, kF32x2}, kF32x2), {},
+                             client_);
   ASSERT_TRUE(executable.ok()) << executable.status();
-  EXPECT_EQ(driver_->last_num_replicas(), 1);
-  EXPECT_EQ(driver_->loaded_programs(), 1);
+  EXPECT_EQ(worker_->last_num_replicas(), 1);
+  EXPECT_EQ(worker_->live_loaded_programs(), 1);
   EXPECT_EQ((*executable)->result_shape(), kF32x2);
   ASSERT_EQ((*executable)->parameter_shapes().size(), 2u);
 
@@ -71,20 +76,22 @@ TEST_F(TpuExecutableTest, CompileAndExecuteOneReplica) {
   ASSERT_EQ(result->size(), 1u);
   EXPECT_EQ(*(*result)[0]->ToLiteral(), F32({12, 23}));
 
-  xla::DeviceAssignmentProto assignment = driver_->last_device_assignment();
-  EXPECT_EQ(assignment.replica_count(), 1);
-  EXPECT_EQ(assignment.computation_count(), 1);
-  EXPECT_EQ(assignment.computation_devices(0).replica_device_ids(0), 0);
+  std::optional<xla::DeviceAssignmentProto> assignment =
+      worker_->last_assignment();
+  ASSERT_TRUE(assignment.has_value());
+  EXPECT_EQ(assignment->replica_count(), 1);
+  EXPECT_EQ(assignment->computation_count(), 1);
+  EXPECT_EQ(assignment->computation_devices(0).replica_device_ids(0), 0);
 
   executable->reset();
-  EXPECT_EQ(driver_->loaded_programs(), 0);
+  EXPECT_EQ(worker_->live_loaded_programs(), 0);
 }
 
 TEST_F(TpuExecutableTest, TupleResultsAreDestructured) {
-  driver_->set_executor(AddPlusOne);
+  worker_->set_executor(AddPlusOne);
   auto executable = *TpuExecutable::Compile(
-      FakeDriver::ModuleWithSignature({kF32x2}, Shape::Tuple({kF32x2, kF32x2})),
-      {}, client_);
+      ModuleWithSignature({kF32x2}, Shape::Tuple({kF32x2, kF32x2})), {},
+      client_);
   auto a = Upload(F32({1, 2}));
   std::vector<TpuBuffer*> args = {a.get()};
   auto result = *executable->Execute(args);
@@ -93,12 +100,12 @@ TEST_F(TpuExecutableTest, TupleResultsAreDestructured) {
 }
 
 TEST_F(TpuExecutableTest, TupleArgumentsArePacked) {
-  driver_->set_executor(AddPlusOne);
+  worker_->set_executor(AddPlusOne);
   CompileOptions options;
   options.tuple_arguments = true;
   auto executable = *TpuExecutable::Compile(
-      FakeDriver::ModuleWithSignature({Shape::Tuple({kF32x2, kF32x2})}, kF32x2),
-      options, client_);
+      ModuleWithSignature({Shape::Tuple({kF32x2, kF32x2})}, kF32x2), options,
+      client_);
   auto a = Upload(F32({1, 2}));
   auto b = Upload(F32({3, 4}));
   std::vector<TpuBuffer*> args = {a.get(), b.get()};
@@ -108,9 +115,9 @@ TEST_F(TpuExecutableTest, TupleArgumentsArePacked) {
 }
 
 TEST_F(TpuExecutableTest, ArgumentChecks) {
-  driver_->set_executor(AddPlusOne);
+  worker_->set_executor(AddPlusOne);
   auto executable = *TpuExecutable::Compile(
-      FakeDriver::ModuleWithSignature({kF32x2}, kF32x2), {}, client_);
+      ModuleWithSignature({kF32x2}, kF32x2), {}, client_);
   auto good = Upload(F32({1, 2}));
   auto wrong_shape = Upload(F32({1, 2, 3}));
   auto elsewhere = Upload(F32({1, 2}), 5);
@@ -132,18 +139,18 @@ TEST_F(TpuExecutableTest, ArgumentChecks) {
          "f32[2]");
   expect({elsewhere.get()}, "argument 0 of replica 0 is on TPU_5");
   expect({deleted.get()}, "argument 0 of replica 0 is a deleted buffer");
-  EXPECT_TRUE(driver_->executed_cores().empty());
+  EXPECT_TRUE(worker_->executed_cores().empty());
 }
 
 TEST_F(TpuExecutableTest, ExecutePerReplicaRunsEveryReplica) {
   // Each replica adds one to its own input.
-  driver_->set_executor(AddPlusOne);
+  worker_->set_executor(AddPlusOne);
   CompileOptions options;
   options.num_replicas = 8;
   auto executable = *TpuExecutable::Compile(
-      FakeDriver::ModuleWithSignature({kF32x2}, kF32x2), options, client_);
-  EXPECT_EQ(driver_->last_num_replicas(), 8);
-  EXPECT_EQ(driver_->loaded_programs(), 8);
+      ModuleWithSignature({kF32x2}, kF32x2), options, client_);
+  EXPECT_EQ(worker_->last_num_replicas(), 8);
+  EXPECT_EQ(worker_->live_loaded_programs(), 8);
   ASSERT_EQ(executable->local_devices().size(), 8u);
 
   std::vector<std::unique_ptr<TpuBuffer>> inputs;
@@ -161,10 +168,10 @@ TEST_F(TpuExecutableTest, ExecutePerReplicaRunsEveryReplica) {
     EXPECT_EQ((*results)[r][0]->device()->id(), r);
     EXPECT_EQ(*(*results)[r][0]->ToLiteral(), F32({r + 1.0f, 1.0f - r}));
   }
-  std::vector<int> cores = driver_->executed_cores();
+  std::vector<int32_t> cores = worker_->executed_cores();
   std::sort(cores.begin(), cores.end());
-  EXPECT_EQ(cores, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
-  EXPECT_EQ(driver_->last_device_assignment().replica_count(), 8);
+  EXPECT_EQ(cores, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(worker_->last_assignment()->replica_count(), 8);
 
   // Execute is for single-replica programs.
   absl::StatusOr<std::vector<std::unique_ptr<TpuBuffer>>> single =
@@ -182,7 +189,7 @@ TEST_F(TpuExecutableTest, ExecutePerReplicaRunsEveryReplica) {
 }
 
 TEST_F(TpuExecutableTest, ExecutePerReplicaReportsTheFirstFailingReplica) {
-  driver_->set_executor([](const std::vector<Literal>& args,
+  worker_->set_executor([](const std::vector<Literal>& args,
                            std::vector<Literal>*) -> absl::Status {
     const float v = args[0].data<float>()[0];
     if (v >= 2) {
@@ -193,7 +200,7 @@ TEST_F(TpuExecutableTest, ExecutePerReplicaReportsTheFirstFailingReplica) {
   CompileOptions options;
   options.num_replicas = 4;
   auto executable = *TpuExecutable::Compile(
-      FakeDriver::ModuleWithSignature({kF32x2}, kF32x2), options, client_);
+      ModuleWithSignature({kF32x2}, kF32x2), options, client_);
   std::vector<std::unique_ptr<TpuBuffer>> inputs;
   std::vector<std::vector<TpuBuffer*>> args;
   for (int r = 0; r < 4; ++r) {
@@ -206,8 +213,7 @@ TEST_F(TpuExecutableTest, ExecutePerReplicaReportsTheFirstFailingReplica) {
 }
 
 TEST_F(TpuExecutableTest, CompileChecksTheDeviceAssignment) {
-  const xla::HloModuleProto module =
-      FakeDriver::ModuleWithSignature({kF32x2}, kF32x2);
+  const xla::HloModuleProto module = ModuleWithSignature({kF32x2}, kF32x2);
   CompileOptions options;
   options.num_replicas = 2;
   options.device_assignment = DeviceAssignment(3, 1);
@@ -260,11 +266,11 @@ TEST_F(TpuExecutableTest, CompileErrorsComeFromTheDriver) {
 }
 
 TEST_F(TpuExecutableTest, ExecutionFailureIsReturned) {
-  driver_->set_executor([](const std::vector<Literal>&, std::vector<Literal>*) {
+  worker_->set_executor([](const std::vector<Literal>&, std::vector<Literal>*) {
     return absl::ResourceExhaustedError("out of HBM");
   });
-  auto executable = *TpuExecutable::Compile(
-      FakeDriver::ModuleWithSignature({}, kS32), {}, client_);
+  auto executable =
+      *TpuExecutable::Compile(ModuleWithSignature({}, kS32), {}, client_);
   auto result = executable->Execute({});
   EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(result.status().message(), "out of HBM");
@@ -281,10 +287,10 @@ TEST_F(TpuExecutableTest, DeadlineWarnsThenGivesUp) {
     warnings.emplace_back(line);
   };
   MakeClient(options);
-  driver_->set_executor(AddPlusOne);
-  driver_->HoldExecutions();
+  worker_->set_executor(AddPlusOne);
+  worker_->HoldExecutions();
   auto executable = *TpuExecutable::Compile(
-      FakeDriver::ModuleWithSignature({kF32x2}, kF32x2), {}, client_);
+      ModuleWithSignature({kF32x2}, kF32x2), {}, client_);
   auto a = Upload(F32({1, 2}));
   std::vector<TpuBuffer*> args = {a.get()};
   auto result = executable->Execute(args);
@@ -299,20 +305,20 @@ TEST_F(TpuExecutableTest, DeadlineWarnsThenGivesUp) {
               "deadlock between multiple TPU cores or a very slow program.");
   }
   // The program still holds its input: releasing the buffer waits for it.
-  const int live = driver_->live_allocations();
+  const int live = worker_->live_buffers();
   a.reset();
-  EXPECT_EQ(driver_->live_allocations(), live);
-  driver_->ReleaseExecutions();
-  EXPECT_LT(driver_->live_allocations(), live);
+  EXPECT_EQ(worker_->live_buffers(), live);
+  worker_->Release();
+  EXPECT_LT(worker_->live_buffers(), live);
 }
 
 TEST_F(TpuExecutableTest, DeleteUnloadsAndRefusesLaterExecutions) {
-  driver_->set_executor(AddPlusOne);
-  auto executable = *TpuExecutable::Compile(
-      FakeDriver::ModuleWithSignature({}, kF32x2), {}, client_);
-  EXPECT_EQ(driver_->loaded_programs(), 1);
+  worker_->set_executor(AddPlusOne);
+  auto executable =
+      *TpuExecutable::Compile(ModuleWithSignature({}, kF32x2), {}, client_);
+  EXPECT_EQ(worker_->live_loaded_programs(), 1);
   executable->Delete();
-  EXPECT_EQ(driver_->loaded_programs(), 0);
+  EXPECT_EQ(worker_->live_loaded_programs(), 0);
   auto result = executable->Execute({});
   EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
 }

@@ -1,74 +1,40 @@
 #include "driver/benchmark_servers.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
-#include "driver/transfer_baselines.h"
-#include "emulator/service/server.h"
-#include "tests/e2e/subprocess.h"
+#include "tools/lib/subprocess.h"
 
 namespace tpu::driver {
 namespace {
 
-// A binary of this build, found through the runfiles tree.
-std::string Runfile(const char* argv0, const std::string& path) {
-  const char* dir = std::getenv("RUNFILES_DIR");
-  const std::string root =
-      dir != nullptr ? dir : absl::StrCat(argv0, ".runfiles");
-  return absl::StrCat(root, "/software_tpu/", path);
-}
-
-// Starts `argv` with --port_file and waits (bounded) for the port.
-absl::StatusOr<int> StartChild(std::vector<std::string> argv) {
-  static auto* children = new std::vector<std::unique_ptr<e2e::Subprocess>>();
-  char dir_template[] = "/tmp/driver_benchmark.XXXXXX";
-  if (mkdtemp(dir_template) == nullptr) {
-    return absl::InternalError("cannot create a temporary directory");
-  }
-  const std::string dir = dir_template;
-  const std::string port_file = dir + "/port";
-  argv.push_back("--port_file=" + port_file);
-  absl::StatusOr<std::unique_ptr<e2e::Subprocess>> child =
-      e2e::Subprocess::Start(argv, dir + "/out", dir + "/err");
+// Starts a server child with its files in `dir`; returns its "host:port".
+// It is kept (and killed with this process) until the process exits.
+absl::StatusOr<std::string> StartChild(std::vector<std::string> argv,
+                                       const std::string& dir,
+                                       const std::string& name) {
+  static auto* children =
+      new std::vector<std::unique_ptr<tools::ServerProcess>>();
+  absl::StatusOr<std::unique_ptr<tools::ServerProcess>> child =
+      tools::ServerProcess::Start(std::move(argv), dir, name,
+                                  absl::Seconds(30));
   if (!child.ok()) return child.status();
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < deadline) {
-    int port = 0;
-    const std::string text(
-        absl::StripAsciiWhitespace(e2e::ReadFileOrEmpty(port_file)));
-    if (absl::SimpleAtoi(text, &port) && port > 0) {
-      children->push_back(*std::move(child));
-      return port;
-    }
-    if ((*child)->Wait(absl::Milliseconds(20)).ok()) {
-      return absl::UnavailableError(absl::StrCat(
-          argv[0], " exited: ", e2e::ReadFileOrEmpty(dir + "/err")));
-    }
-  }
-  return absl::DeadlineExceededError(
-      absl::StrCat(argv[0], " wrote no port file within 30 s"));
+  children->push_back(*std::move(child));
+  return children->back()->address();
 }
 
 }  // namespace
 
 absl::StatusOr<BenchmarkTargets> StartBenchmarkServers(
-    int* argc, char** argv, const emulator::WorkerOptions& worker) {
-  bool in_process = false;
+    int* argc, char** argv, const BenchmarkTopology& topology) {
   std::string external;
   int kept = 1;
   for (int i = 1; i < *argc; ++i) {
-    if (std::strcmp(argv[i], "--in_process_servers") == 0) {
-      in_process = true;
-    } else if (absl::StartsWith(argv[i], "--grpc_target=")) {
+    if (absl::StartsWith(argv[i], "--grpc_target=")) {
       external = argv[i] + std::strlen("--grpc_target=");
     } else {
       argv[kept++] = argv[i];
@@ -77,37 +43,31 @@ absl::StatusOr<BenchmarkTargets> StartBenchmarkServers(
   *argc = kept;
 
   BenchmarkTargets targets;
-  if (in_process) {
-    emulator::ServerOptions options;
-    options.port = 0;
-    options.worker = worker;
-    absl::StatusOr<std::unique_ptr<emulator::Server>> server =
-        emulator::Server::Start(options);
-    if (!server.ok()) return server.status();
-    targets.worker = absl::StrCat("grpc://", (*server)->address());
-    server->release();  // Serves until the process exits.
-    int port = 0;
-    std::unique_ptr<grpc::Server> ack = StartAckServer(&port);
-    if (ack == nullptr) return absl::UnavailableError("ack server failed");
-    targets.ack_server = absl::StrCat("127.0.0.1:", port);
-    ack.release();
-    return targets;
+  targets.local =
+      absl::StrCat("local://?chips=", topology.chips,
+                   "&cores_per_chip=", topology.cores_per_chip,
+                   "&hbm_bytes_per_core=", topology.hbm_bytes_per_core);
+  // The children's port files and output.
+  char dir[] = "/tmp/driver_benchmark.XXXXXX";
+  if (mkdtemp(dir) == nullptr) {
+    return absl::InternalError("cannot create a temporary directory");
   }
   if (!external.empty()) {
     targets.worker = external;
   } else {
-    absl::StatusOr<int> port = StartChild(
-        {Runfile(argv[0], "tools/tpu_emulator/tpu_emulator"), "--port=0",
-         absl::StrCat("--chips=", worker.chips),
-         absl::StrCat("--cores_per_chip=", worker.cores_per_chip),
-         absl::StrCat("--hbm_bytes_per_core=", worker.hbm_bytes_per_core)});
-    if (!port.ok()) return port.status();
-    targets.worker = absl::StrCat("grpc://127.0.0.1:", *port);
+    absl::StatusOr<std::string> emulator = StartChild(
+        {tools::RunfilePath("tools/tpu_emulator/tpu_emulator", argv[0]),
+         "--port=0", absl::StrCat("--chips=", topology.chips),
+         absl::StrCat("--cores_per_chip=", topology.cores_per_chip),
+         absl::StrCat("--hbm_bytes_per_core=", topology.hbm_bytes_per_core)},
+        dir, "tpu_emulator");
+    if (!emulator.ok()) return emulator.status();
+    targets.worker = absl::StrCat("grpc://", *emulator);
   }
-  absl::StatusOr<int> ack_port =
-      StartChild({Runfile(argv[0], "driver/ack_server")});
-  if (!ack_port.ok()) return ack_port.status();
-  targets.ack_server = absl::StrCat("127.0.0.1:", *ack_port);
+  absl::StatusOr<std::string> ack = StartChild(
+      {tools::RunfilePath("driver/ack_server", argv[0])}, dir, "ack_server");
+  if (!ack.ok()) return ack.status();
+  targets.ack_server = *ack;
   return targets;
 }
 

@@ -1,36 +1,46 @@
 #ifndef SOFTWARE_TPU_DRIVER_BENCHMARK_SERVERS_H_
 #define SOFTWARE_TPU_DRIVER_BENCHMARK_SERVERS_H_
 
-// The servers driver_benchmark's grpc:// figures are measured against.
+// What driver_benchmark measures against.
 //
-// By default tpu_emulator and the bare ack server (driver/ack_server_main.cc)
-// run as child processes on loopback, as users run the emulator: a server in
-// the benchmark's own process would share gRPC's pollers and executor threads
-// with the client, which costs a third of the large-transfer throughput on
-// two cores and is not what anyone deploys.
+// grpc:// is served by tpu_emulator, and the bare-stream baseline by the ack
+// server (driver/ack_server_main.cc), as child processes on loopback: that
+// is how users run the emulator, and a server inside the benchmark's own
+// process would share gRPC's pollers and executor threads with the client,
+// which costs a third of the large-transfer throughput on two cores.
+// local:// is opened through the driver registry, as TpuClient does.
 //
 // Flags, removed from argv before the benchmark library sees them:
-//   --in_process_servers        serve both from this process instead
 //   --grpc_target=grpc://H:P    measure a running worker (real or emulated;
 //                               it needs 2 cores with 1 GiB of HBM free)
 //
 // Thread safety: call once, from main.
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "emulator/worker/worker.h"
 
 namespace tpu::driver {
+
+// The emulated worker the benchmark measures, in-process (local://) and in
+// tpu_emulator alike.
+struct BenchmarkTopology {
+  int chips = 1;
+  int cores_per_chip = 2;
+  int64_t hbm_bytes_per_core = int64_t{4} << 30;
+};
 
 struct BenchmarkTargets {
   std::string worker;      // grpc://host:port
   std::string ack_server;  // host:port
+  std::string local;       // local://?chips=...
 };
 
-// Starts what the flags ask for; the servers live until the process exits.
+// Starts the child processes the flags ask for; they live until this
+// process exits (and die with it).
 absl::StatusOr<BenchmarkTargets> StartBenchmarkServers(
-    int* argc, char** argv, const emulator::WorkerOptions& worker);
+    int* argc, char** argv, const BenchmarkTopology& topology);
 
 }  // namespace tpu::driver
 

@@ -5,8 +5,8 @@
 //   bazel run //driver:driver_benchmark -- --benchmark_filter=Grpc
 //   bazel-bin/driver/driver_benchmark --grpc_target=grpc://10.0.0.2:8470
 //
-// grpc:// is measured against tpu_emulator in a child process
-// (driver/benchmark_servers.h has the flags).
+// grpc:// is measured against tpu_emulator in a child process, local://
+// through the driver registry (driver/benchmark_servers.h has the flags).
 //
 // Counters: GBps (the driver), baseline_GBps, ratio (driver / baseline);
 // for grpc:// also bare_grpc_GBps, the same messages on a bare gRPC stream
@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -27,8 +28,6 @@
 #include "benchmark/benchmark.h"
 #include "driver/benchmark_servers.h"
 #include "driver/driver_registry.h"
-#include "driver/local/local_driver.h"
-#include "driver/stream_driver.h"
 #include "driver/transfer_baselines.h"
 #include "hlo/host_memory.h"
 
@@ -57,41 +56,26 @@ double MemcpyBytesPerSecond(int64_t bytes) {
 
 // --- Backends --------------------------------------------------------------
 
-emulator::WorkerOptions BenchWorker() {
-  emulator::WorkerOptions options;
-  options.chips = 1;
-  options.cores_per_chip = 2;
-  options.hbm_bytes_per_core = int64_t{4} << 30;
-  return options;
-}
-
 // Set by main before any benchmark runs.
 const BenchmarkTargets* targets = nullptr;
 
-// One driver per backend for the whole run.
+// One driver per address for the whole run, opened as TpuClient opens it.
+TpuDriver* OpenOnce(const std::string& address) {
+  auto opened = DriverRegistry::Open(address);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
+    std::exit(1);
+  }
+  return opened->release();
+}
+
 TpuDriver* GrpcDriver() {
-  static TpuDriver* driver = [] {
-    auto opened = DriverRegistry::Open(targets->worker);
-    if (!opened.ok()) {
-      std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
-      std::exit(1);
-    }
-    return opened->release();
-  }();
+  static TpuDriver* driver = OpenOnce(targets->worker);
   return driver;
 }
 
 TpuDriver* LocalDriver() {
-  static TpuDriver* driver = [] {
-    auto worker = emulator::Worker::Create(BenchWorker());
-    auto opened =
-        OpenLocalDriver(std::shared_ptr<emulator::Worker>(*std::move(worker)));
-    if (!opened.ok()) {
-      std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
-      std::exit(1);
-    }
-    return opened->release();
-  }();
+  static TpuDriver* driver = OpenOnce(targets->local);
   return driver;
 }
 
@@ -328,12 +312,13 @@ int main(int argc, char** argv) {
   tpu::ConfigureHostMemoryForLargeBuffers();  // as tpu_emulator and tpu_run
   absl::StatusOr<tpu::driver::BenchmarkTargets> targets =
       tpu::driver::StartBenchmarkServers(&argc, argv,
-                                         tpu::driver::BenchWorker());
+                                         tpu::driver::BenchmarkTopology());
   if (!targets.ok()) {
     std::fprintf(stderr,
                  "driver_benchmark: cannot start the servers to measure: %s\n"
-                 "Run it from bazel-bin (it finds tpu_emulator in its "
-                 "runfiles), or pass --in_process_servers.\n",
+                 "Run it with bazel run or from bazel-bin (it finds "
+                 "tpu_emulator in its runfiles), or pass "
+                 "--grpc_target=grpc://host:port.\n",
                  targets.status().ToString().c_str());
     return 1;
   }

@@ -198,6 +198,12 @@ absl::Status StreamDriver::Reset() {
   return transport_->Close(close);
 }
 
+StreamChannel* StreamDriver::ChannelOrAny(int32_t core_id) {
+  absl::Status ignored;
+  StreamChannel* channel = ChannelFor(core_id, &ignored);
+  return channel != nullptr ? channel : compile_channel_;
+}
+
 StreamChannel* StreamDriver::ChannelFor(int32_t core_id, absl::Status* error) {
   auto it = core_channels_.find(core_id);
   if (it != core_channels_.end()) return it->second.get();
@@ -218,12 +224,13 @@ absl::Status StreamDriver::CheckInfo(const StreamHandleInfo& info,
       "). Did you restart the server or use a stale handle?"));
 }
 
-absl::StatusOr<const StreamBufferHandle*> StreamDriver::CheckBuffer(
-    const BufferHandle* handle, absl::string_view what) {
+template <typename Ours, typename Handle>
+absl::StatusOr<const Ours*> StreamDriver::CheckHandle(const Handle* handle,
+                                                      absl::string_view what) {
   if (handle == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(what, " is null"));
   }
-  auto* ours = dynamic_cast<const StreamBufferHandle*>(handle);
+  auto* ours = dynamic_cast<const Ours*>(handle);
   if (ours == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Invalid ", what, ": not a handle of a grpc:// or local:// driver"));
@@ -233,36 +240,21 @@ absl::StatusOr<const StreamBufferHandle*> StreamDriver::CheckBuffer(
   return ours;
 }
 
+absl::StatusOr<const StreamBufferHandle*> StreamDriver::CheckBuffer(
+    const BufferHandle* handle, absl::string_view what) {
+  return CheckHandle<StreamBufferHandle>(handle, what);
+}
+
 absl::StatusOr<const StreamLoadedProgramHandle*> StreamDriver::CheckLoaded(
     const LoadedProgramHandle* handle) {
-  if (handle == nullptr) {
-    return absl::InvalidArgumentError("loaded program handle is null");
-  }
-  auto* ours = dynamic_cast<const StreamLoadedProgramHandle*>(handle);
-  if (ours == nullptr) {
-    return absl::InvalidArgumentError(
-        "Invalid loaded program handle: not a handle of a grpc:// or local:// "
-        "driver");
-  }
-  absl::Status status = CheckInfo(ours->info(), "loaded program handle");
-  if (!status.ok()) return status;
-  return ours;
+  return CheckHandle<StreamLoadedProgramHandle>(handle,
+                                                "loaded program handle");
 }
 
 absl::StatusOr<const StreamCompiledProgramHandle*> StreamDriver::CheckCompiled(
     const CompiledProgramHandle* handle) {
-  if (handle == nullptr) {
-    return absl::InvalidArgumentError("compiled program handle is null");
-  }
-  auto* ours = dynamic_cast<const StreamCompiledProgramHandle*>(handle);
-  if (ours == nullptr) {
-    return absl::InvalidArgumentError(
-        "Invalid compiled program handle: not a handle of a grpc:// or "
-        "local:// driver");
-  }
-  absl::Status status = CheckInfo(ours->info(), "compiled program handle");
-  if (!status.ok()) return status;
-  return ours;
+  return CheckHandle<StreamCompiledProgramHandle>(handle,
+                                                  "compiled program handle");
 }
 
 std::shared_ptr<CompletionEvent> StreamDriver::NewEvent() {
@@ -395,48 +387,46 @@ std::unique_ptr<BufferHandle> StreamDriver::FailedBuffer(absl::Status status) {
       StreamHandleInfo{serial_, std::move(event), -1}, 0, std::nullopt);
 }
 
-std::unique_ptr<BufferHandle> StreamDriver::Allocate(
-    int32_t core_id, tpu_driver::MemoryRegion region, int64_t num_bytes,
-    absl::Span<Event* const> wait_for) {
+std::unique_ptr<BufferHandle> StreamDriver::IssueAllocation(
+    int32_t core_id, tpu_driver::MemoryRegion region, int64_t bytes,
+    std::optional<xla::ShapeProto> shape, absl::Span<Event* const> wait_for) {
   absl::Status error;
   StreamChannel* channel = ChannelFor(core_id, &error);
   if (channel == nullptr) return FailedBuffer(error);
-  if (num_bytes < 0) {
+  if (bytes < 0) {
     return FailedBuffer(absl::InvalidArgumentError(
-        absl::StrCat("cannot allocate a negative size (", num_bytes,
+        absl::StrCat("cannot allocate a negative size (", bytes,
                      " bytes) on core ", core_id)));
   }
-  PendingOp op;
-  op.event = NewEvent();
-  auto handle = std::make_unique<StreamBufferHandle>(
-      StreamHandleInfo{serial_, op.event, core_id}, num_bytes, std::nullopt);
   OutgoingEntry entry;
   auto* alloc = entry.entry.mutable_alloc();
   alloc->set_core_id(core_id);
   alloc->set_region(region);
-  alloc->set_num_bytes(num_bytes);
+  if (shape.has_value()) {
+    *alloc->mutable_shape() = *shape;
+  } else {
+    alloc->set_num_bytes(bytes);
+  }
+  PendingOp op;
+  op.event = NewEvent();
+  auto handle = std::make_unique<StreamBufferHandle>(
+      StreamHandleInfo{serial_, op.event, core_id}, bytes, std::move(shape));
   Issue(channel, std::move(entry), std::move(op), wait_for, {});
   return handle;
 }
 
 std::unique_ptr<BufferHandle> StreamDriver::Allocate(
+    int32_t core_id, tpu_driver::MemoryRegion region, int64_t num_bytes,
+    absl::Span<Event* const> wait_for) {
+  return IssueAllocation(core_id, region, num_bytes, std::nullopt, wait_for);
+}
+
+std::unique_ptr<BufferHandle> StreamDriver::Allocate(
     int32_t core_id, tpu_driver::MemoryRegion region,
     const xla::ShapeProto& shape, absl::Span<Event* const> wait_for) {
-  absl::Status error;
-  StreamChannel* channel = ChannelFor(core_id, &error);
-  if (channel == nullptr) return FailedBuffer(error);
-  PendingOp op;
-  op.event = NewEvent();
-  auto handle = std::make_unique<StreamBufferHandle>(
-      StreamHandleInfo{serial_, op.event, core_id},
-      ComputeBytesFromShape(shape), shape);
-  OutgoingEntry entry;
-  auto* alloc = entry.entry.mutable_alloc();
-  alloc->set_core_id(core_id);
-  alloc->set_region(region);
-  *alloc->mutable_shape() = shape;
-  Issue(channel, std::move(entry), std::move(op), wait_for, {});
-  return handle;
+  // ComputeBytesFromShape is never negative: the worker validates the shape.
+  return IssueAllocation(core_id, region, ComputeBytesFromShape(shape), shape,
+                         wait_for);
 }
 
 std::unique_ptr<BufferHandle> StreamDriver::AllocateTuple(
@@ -489,74 +479,63 @@ std::shared_ptr<Event> StreamDriver::Deallocate(
   if (!buffer.ok()) return CompletionEvent::Done(buffer.status(), serial_);
   PendingOp op;
   op.event = NewEvent();
-  absl::Status error;
-  StreamChannel* channel = ChannelFor((*buffer)->info().core_id, &error);
-  if (channel == nullptr) {
-    // Its allocation failed up front (no such core): nothing to release.
-    channel = compile_channel_;
-  }
+  // An allocation that failed up front (no such core) has nothing to
+  // release: the operation fails on that dependency.
+  StreamChannel* channel = ChannelOrAny((*buffer)->info().core_id);
   OutgoingEntry entry;
   entry.entry.mutable_dealloc()->set_handle((*buffer)->info().wire_id());
   const std::shared_ptr<CompletionEvent> named[] = {(*buffer)->info().event};
   return Issue(channel, std::move(entry), std::move(op), wait_for, named);
 }
 
+absl::StatusOr<const StreamBufferHandle*> StreamDriver::CheckTransfer(
+    const BufferHandle* handle, const void* host, bool to_device) {
+  absl::StatusOr<const StreamBufferHandle*> buffer =
+      CheckBuffer(handle, to_device ? "destination buffer" : "source buffer");
+  if (!buffer.ok()) return buffer;
+  const int64_t bytes = (*buffer)->bytes();
+  if (host == nullptr && bytes > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        to_device ? "transfer to device: source is null but the destination"
+                  : "transfer from device: destination is null but the source",
+        " (created by ", (*buffer)->info().event->id().ToString(), ") holds ",
+        bytes, " bytes"));
+  }
+  return buffer;
+}
+
 std::shared_ptr<Event> StreamDriver::TransferToDevice(
     const void* src, BufferHandle* dst, absl::Span<Event* const> wait_for) {
   absl::StatusOr<const StreamBufferHandle*> buffer =
-      CheckBuffer(dst, "destination buffer");
+      CheckTransfer(dst, src, /*to_device=*/true);
   if (!buffer.ok()) return CompletionEvent::Done(buffer.status(), serial_);
-  const int64_t bytes = (*buffer)->bytes();
-  if (src == nullptr && bytes > 0) {
-    return CompletionEvent::Done(
-        absl::InvalidArgumentError(absl::StrCat(
-            "transfer to device: source is null but the destination (created "
-            "by ",
-            (*buffer)->info().event->id().ToString(), ") holds ", bytes,
-            " bytes")),
-        serial_);
-  }
-  absl::Status error;
-  StreamChannel* channel = ChannelFor((*buffer)->info().core_id, &error);
-  if (channel == nullptr) channel = compile_channel_;  // Fails on its dep.
   PendingOp op;
   op.event = NewEvent();
   OutgoingEntry entry;
   entry.entry.mutable_transfer_to()->set_target_handle(
       (*buffer)->info().wire_id());
   entry.payload = absl::string_view(static_cast<const char*>(src),
-                                    static_cast<size_t>(bytes));
+                                    static_cast<size_t>((*buffer)->bytes()));
   const std::shared_ptr<CompletionEvent> named[] = {(*buffer)->info().event};
-  return Issue(channel, std::move(entry), std::move(op), wait_for, named);
+  return Issue(ChannelOrAny((*buffer)->info().core_id), std::move(entry),
+               std::move(op), wait_for, named);
 }
 
 std::shared_ptr<Event> StreamDriver::TransferFromDevice(
     const BufferHandle* src, void* dst, absl::Span<Event* const> wait_for) {
   absl::StatusOr<const StreamBufferHandle*> buffer =
-      CheckBuffer(src, "source buffer");
+      CheckTransfer(src, dst, /*to_device=*/false);
   if (!buffer.ok()) return CompletionEvent::Done(buffer.status(), serial_);
-  const int64_t bytes = (*buffer)->bytes();
-  if (dst == nullptr && bytes > 0) {
-    return CompletionEvent::Done(
-        absl::InvalidArgumentError(absl::StrCat(
-            "transfer from device: destination is null but the source (created "
-            "by ",
-            (*buffer)->info().event->id().ToString(), ") holds ", bytes,
-            " bytes")),
-        serial_);
-  }
-  absl::Status error;
-  StreamChannel* channel = ChannelFor((*buffer)->info().core_id, &error);
-  if (channel == nullptr) channel = compile_channel_;
   PendingOp op;
   op.event = NewEvent();
   op.transfer_dst = dst;
-  op.transfer_bytes = bytes;
+  op.transfer_bytes = (*buffer)->bytes();
   OutgoingEntry entry;
   entry.entry.mutable_transfer_from()->set_source_handle(
       (*buffer)->info().wire_id());
   const std::shared_ptr<CompletionEvent> named[] = {(*buffer)->info().event};
-  return Issue(channel, std::move(entry), std::move(op), wait_for, named);
+  return Issue(ChannelOrAny((*buffer)->info().core_id), std::move(entry),
+               std::move(op), wait_for, named);
 }
 
 std::shared_ptr<Event> StreamDriver::TransferFromDeviceToDevice(
@@ -568,9 +547,7 @@ std::shared_ptr<Event> StreamDriver::TransferFromDeviceToDevice(
   absl::StatusOr<const StreamBufferHandle*> target =
       CheckBuffer(dst, "destination buffer");
   if (!target.ok()) return CompletionEvent::Done(target.status(), serial_);
-  absl::Status error;
-  StreamChannel* channel = ChannelFor((*source)->info().core_id, &error);
-  if (channel == nullptr) channel = compile_channel_;
+  StreamChannel* channel = ChannelOrAny((*source)->info().core_id);
   PendingOp op;
   op.event = NewEvent();
   OutgoingEntry entry;
@@ -631,9 +608,7 @@ std::shared_ptr<Event> StreamDriver::UnloadProgram(
   absl::StatusOr<const StreamLoadedProgramHandle*> loaded =
       CheckLoaded(handle.get());
   if (!loaded.ok()) return CompletionEvent::Done(loaded.status(), serial_);
-  absl::Status error;
-  StreamChannel* channel = ChannelFor((*loaded)->info().core_id, &error);
-  if (channel == nullptr) channel = compile_channel_;
+  StreamChannel* channel = ChannelOrAny((*loaded)->info().core_id);
   PendingOp op;
   op.event = NewEvent();
   OutgoingEntry entry;
@@ -675,9 +650,7 @@ std::shared_ptr<Event> StreamDriver::ExecuteProgram(
       device_assignment.computation_count() != 0) {
     *execute->mutable_device_assignment() = device_assignment;
   }
-  absl::Status error;
-  StreamChannel* channel = ChannelFor((*loaded)->info().core_id, &error);
-  if (channel == nullptr) channel = compile_channel_;
+  StreamChannel* channel = ChannelOrAny((*loaded)->info().core_id);
   PendingOp op;
   op.event = NewEvent();
   return Issue(channel, std::move(entry), std::move(op), wait_for, named);

@@ -117,8 +117,16 @@ class StreamDriver : public TpuDriver {
 
   // The stream of `core_id`; null with *error set if there is none.
   StreamChannel* ChannelFor(int32_t core_id, absl::Status* error);
+  // The stream of `core_id`, or any stream if there is none: for an
+  // operation on a handle whose creation failed up front, which fails on
+  // that dependency wherever it is sent.
+  StreamChannel* ChannelOrAny(int32_t core_id);
 
   // Handle checks: INVALID_ARGUMENT for null, foreign or stale handles.
+  // `what` names the handle in the messages ("source buffer").
+  template <typename Ours, typename Handle>
+  absl::StatusOr<const Ours*> CheckHandle(const Handle* handle,
+                                          absl::string_view what);
   absl::StatusOr<const StreamBufferHandle*> CheckBuffer(
       const BufferHandle* handle, absl::string_view what);
   absl::StatusOr<const StreamLoadedProgramHandle*> CheckLoaded(
@@ -126,6 +134,11 @@ class StreamDriver : public TpuDriver {
   absl::StatusOr<const StreamCompiledProgramHandle*> CheckCompiled(
       const CompiledProgramHandle* handle);
   absl::Status CheckInfo(const StreamHandleInfo& info, absl::string_view what);
+  // A transfer's buffer (the destination if `to_device`, else the source),
+  // checked, and its host memory: INVALID_ARGUMENT if `host` is null and the
+  // buffer holds any bytes.
+  absl::StatusOr<const StreamBufferHandle*> CheckTransfer(
+      const BufferHandle* handle, const void* host, bool to_device);
 
   // A new operation's event (and id).
   std::shared_ptr<CompletionEvent> NewEvent();
@@ -141,6 +154,10 @@ class StreamDriver : public TpuDriver {
   void Release(const std::shared_ptr<HeldOp>& held);
 
   std::unique_ptr<BufferHandle> FailedBuffer(absl::Status status);
+  // Allocates `bytes` on `core_id`, of `shape` if given (else by size).
+  std::unique_ptr<BufferHandle> IssueAllocation(
+      int32_t core_id, tpu_driver::MemoryRegion region, int64_t bytes,
+      std::optional<xla::ShapeProto> shape, absl::Span<Event* const> wait_for);
 
   // Stops every stream; pending operations fail with `code` and `reason`.
   void ShutdownChannels(bool graceful, absl::StatusCode code,

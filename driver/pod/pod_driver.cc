@@ -384,34 +384,171 @@ int64_t PodDriver::WorkerResourcesForTesting() {
   return static_cast<int64_t>(buffers_.size() + loaded_.size());
 }
 
+int PodDriver::WorkerOf(int32_t core_id) const {
+  return core_id < 0 ? -1 : topology_.cores[core_id].worker;
+}
+
+absl::StatusOr<PodLoadedProgramHandle*> PodDriver::AsPodLoaded(
+    LoadedProgramHandle* handle, const char* verb) const {
+  auto* loaded = dynamic_cast<PodLoadedProgramHandle*>(handle);
+  if (loaded == nullptr || loaded->owner() != this) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("The program to ", verb,
+                     " is not a loaded program of this grpc+pod:// driver."));
+  }
+  return loaded;
+}
+
+absl::Status PodDriver::CollectBuffers(
+    absl::Span<BufferHandle* const> buffers, const char* what, int worker,
+    absl::string_view elsewhere, std::vector<std::shared_ptr<PodOp>>* deps,
+    std::vector<int64_t>* ids) {
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const std::string name = absl::StrCat(what, " ", i);
+    absl::StatusOr<const PodBufferHandle*> buffer =
+        AsPodBuffer(buffers[i], name.c_str());
+    if (!buffer.ok()) return buffer.status();
+    const int buffer_worker = WorkerOf((*buffer)->core_id());
+    if (buffer_worker >= 0 && buffer_worker != worker) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, " (buffer ", (*buffer)->id(), ") is on core ",
+          (*buffer)->core_id(), " of ", names_[buffer_worker], elsewhere));
+    }
+    deps->push_back((*buffer)->op());
+    ids->push_back((*buffer)->id());
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Forwarding to the workers.
+
+std::shared_ptr<PodOp> PodDriver::Forward(
+    const char* kind, std::vector<std::shared_ptr<PodOp>> deps, WorkerCall call,
+    IssueFn issue) {
+  return scheduler_.Schedule(
+      kind, deps,
+      [this, call = std::move(call), issue = std::move(issue)](
+          int64_t id, PodScheduler::Done done) {
+        const int w = call.worker;
+        absl::Status unusable = WorkerUnusable(w);
+        if (!unusable.ok()) return done(unusable);
+        absl::StatusOr<std::shared_ptr<Event>> event;
+        {
+          // Held from the lookup to the worker call: a concurrent release
+          // cannot free the handles in between.
+          absl::MutexLock lock(&mu_);
+          event = ResolveAndIssue(id, call, issue);
+        }
+        if (!event.ok()) return done(event.status());
+        CompleteWith(w, *event, std::move(done));
+      });
+}
+
+absl::StatusOr<std::shared_ptr<Event>> PodDriver::ResolveAndIssue(
+    int64_t op_id, const WorkerCall& call, const IssueFn& issue) {
+  LoadedProgramHandle* program = nullptr;
+  if (call.program >= 0) {
+    auto it = loaded_.find(call.program);
+    if (it == loaded_.end()) return HandleDoesNotExist(call.program);
+    program = it->second.handle.get();
+  }
+  std::vector<BufferHandle*> buffers;
+  buffers.reserve(call.buffers.size());
+  for (int64_t id : call.buffers) {
+    auto it = buffers_.find(id);
+    if (it == buffers_.end()) return HandleDoesNotExist(id);
+    buffers.push_back(it->second.handle.get());
+  }
+  return issue(op_id, workers_[call.worker].get(), program, buffers);
+}
+
+std::shared_ptr<Event> PodDriver::ForwardOnBuffer(
+    const char* kind, const PodBufferHandle& buffer,
+    absl::Span<Event* const> wait_for,
+    std::function<std::shared_ptr<Event>(TpuDriver*, BufferHandle*)> issue) {
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) return FailedEvent(kind, deps.status());
+  deps->push_back(buffer.op());
+  // A buffer whose allocation failed up front has no worker; the operation
+  // fails on that dependency before a worker is chosen, so any one will do.
+  const int w = std::max(WorkerOf(buffer.core_id()), 0);
+  return MakeEvent(Forward(kind, *std::move(deps),
+                           WorkerCall{w, -1, {buffer.id()}},
+                           [issue = std::move(issue)](
+                               int64_t, TpuDriver* worker, LoadedProgramHandle*,
+                               absl::Span<BufferHandle* const> handles)
+                               -> absl::StatusOr<std::shared_ptr<Event>> {
+                             return issue(worker, handles[0]);
+                           }));
+}
+
+template <typename Entry, typename Handle>
+std::shared_ptr<Event> PodDriver::ScheduleRelease(
+    const char* kind, absl::Span<Event* const> wait_for,
+    const std::shared_ptr<PodOp>& handle_op,
+    absl::flat_hash_map<int64_t, Entry> PodDriver::*table,
+    std::shared_ptr<Event> (TpuDriver::*release)(std::unique_ptr<Handle>,
+                                                 absl::Span<Event* const>)) {
+  auto deps = Dependencies(wait_for);
+  if (!deps.ok()) return FailedEvent(kind, deps.status());
+  deps->push_back(handle_op);
+  const int64_t id = handle_op->id();
+  // Takes the worker handle out of the table and releases it; returns the
+  // worker's event, or null if there was nothing to release.
+  auto take = [this, id, table,
+               release](int* worker) -> std::shared_ptr<Event> {
+    Entry entry;
+    {
+      absl::MutexLock lock(&mu_);
+      absl::flat_hash_map<int64_t, Entry>& entries = this->*table;
+      auto it = entries.find(id);
+      if (it == entries.end()) return nullptr;
+      entry = std::move(it->second);
+      entries.erase(it);
+    }
+    *worker = entry.worker;
+    if (!WorkerUnusable(entry.worker).ok()) return nullptr;
+    return (workers_[entry.worker].get()->*release)(std::move(entry.handle),
+                                                    {});
+  };
+  return MakeEvent(scheduler_.Schedule(
+      kind, *deps,
+      [this, take, id](int64_t, PodScheduler::Done done) {
+        int worker = -1;
+        std::shared_ptr<Event> event = take(&worker);
+        if (event != nullptr) return CompleteWith(worker, event, done);
+        if (worker >= 0) return done(WorkerUnusable(worker));
+        done(HandleDoesNotExist(id));
+      },
+      [take] {
+        int worker = -1;
+        take(&worker);
+      }));
+}
+
 // ---------------------------------------------------------------------------
 // Buffers.
 
 std::unique_ptr<BufferHandle> PodDriver::ScheduleAllocation(
     const char* kind, int32_t core_id, int64_t bytes,
     std::optional<xla::ShapeProto> shape, bool is_tuple,
-    std::vector<std::shared_ptr<PodOp>> deps,
-    std::function<absl::StatusOr<std::unique_ptr<BufferHandle>>(
-        TpuDriver* worker, int32_t worker_core)>
-        issue) {
+    std::vector<std::shared_ptr<PodOp>> deps, std::vector<int64_t> children,
+    AllocateFn allocate) {
   const PodCoreLocation location = topology_.cores[core_id];
-  std::shared_ptr<PodOp> op = scheduler_.Schedule(
-      kind, deps,
-      [this, location, is_tuple, issue = std::move(issue)](
-          int64_t id, PodScheduler::Done done) {
-        const int w = location.worker;
-        absl::Status unusable = WorkerUnusable(w);
-        if (!unusable.ok()) return done(unusable);
-        std::shared_ptr<Event> ready;
-        {
-          absl::MutexLock lock(&mu_);
-          absl::StatusOr<std::unique_ptr<BufferHandle>> handle =
-              issue(workers_[w].get(), location.worker_core_id);
-          if (!handle.ok()) return done(handle.status());
-          ready = (*handle)->OnReady();
-          buffers_[id] = Buffer{w, is_tuple, *std::move(handle)};
-        }
-        CompleteWith(w, ready, std::move(done));
+  std::shared_ptr<PodOp> op = Forward(
+      kind, std::move(deps),
+      WorkerCall{location.worker, -1, std::move(children)},
+      // Runs with mu_ held.
+      [this, location, is_tuple, allocate = std::move(allocate)](
+          int64_t id, TpuDriver* worker, LoadedProgramHandle*,
+          absl::Span<BufferHandle* const> children)
+          -> absl::StatusOr<std::shared_ptr<Event>> {
+        std::unique_ptr<BufferHandle> handle =
+            allocate(worker, location.worker_core_id, children);
+        std::shared_ptr<Event> ready = handle->OnReady();
+        buffers_[id] = Buffer{location.worker, is_tuple, std::move(handle)};
+        return ready;
       });
   return std::make_unique<PodBufferHandle>(this, std::move(op), core_id, bytes,
                                            std::move(shape));
@@ -429,9 +566,9 @@ std::unique_ptr<BufferHandle> PodDriver::Allocate(
   auto deps = Dependencies(wait_for);
   if (!deps.ok()) return FailedBuffer("Allocate", deps.status());
   return ScheduleAllocation(
-      "Allocate", core_id, num_bytes, std::nullopt, false, *std::move(deps),
-      [region, num_bytes](TpuDriver* worker, int32_t core)
-          -> absl::StatusOr<std::unique_ptr<BufferHandle>> {
+      "Allocate", core_id, num_bytes, std::nullopt, false, *std::move(deps), {},
+      [region, num_bytes](TpuDriver* worker, int32_t core,
+                          absl::Span<BufferHandle* const>) {
         return worker->Allocate(core, region, num_bytes, {});
       });
 }
@@ -443,54 +580,37 @@ std::unique_ptr<BufferHandle> PodDriver::Allocate(
   if (!status.ok()) return FailedBuffer("Allocate", status);
   auto deps = Dependencies(wait_for);
   if (!deps.ok()) return FailedBuffer("Allocate", deps.status());
-  return ScheduleAllocation(
-      "Allocate", core_id, ComputeBytesFromShape(shape), shape,
-      shape.element_type() == xla::TUPLE, *std::move(deps),
-      [region, shape](TpuDriver* worker, int32_t core)
-          -> absl::StatusOr<std::unique_ptr<BufferHandle>> {
-        return worker->Allocate(core, region, shape, {});
-      });
+  return ScheduleAllocation("Allocate", core_id, ComputeBytesFromShape(shape),
+                            shape, shape.element_type() == xla::TUPLE,
+                            *std::move(deps), {},
+                            [region, shape](TpuDriver* worker, int32_t core,
+                                            absl::Span<BufferHandle* const>) {
+                              return worker->Allocate(core, region, shape, {});
+                            });
 }
 
 std::unique_ptr<BufferHandle> PodDriver::AllocateTuple(
     int32_t core_id, tpu_driver::MemoryRegion region,
     absl::Span<BufferHandle* const> children,
     absl::Span<Event* const> wait_for) {
+  const char* kind = "AllocateTuple";
   absl::Status status = CheckCore(core_id);
-  if (!status.ok()) return FailedBuffer("AllocateTuple", status);
+  if (!status.ok()) return FailedBuffer(kind, status);
   auto deps = Dependencies(wait_for);
-  if (!deps.ok()) return FailedBuffer("AllocateTuple", deps.status());
-  const int worker = topology_.cores[core_id].worker;
+  if (!deps.ok()) return FailedBuffer(kind, deps.status());
+  const int worker = WorkerOf(core_id);
   std::vector<int64_t> child_ids;
-  for (size_t i = 0; i < children.size(); ++i) {
-    std::string what = absl::StrCat("Tuple child ", i);
-    auto child = AsPodBuffer(children[i], what.c_str());
-    if (!child.ok()) return FailedBuffer("AllocateTuple", child.status());
-    const int32_t child_core = (*child)->core_id();
-    if (child_core >= 0 && topology_.cores[child_core].worker != worker) {
-      return FailedBuffer(
-          "AllocateTuple",
-          absl::InvalidArgumentError(absl::StrCat(
-              what, " (buffer ", (*child)->id(), ") is on core ", child_core,
-              " of ", names_[topology_.cores[child_core].worker],
-              ", but the tuple is allocated on core ", core_id, " of ",
-              names_[worker], ": a tuple's children must be on its core.")));
-    }
-    deps->push_back((*child)->op());
-    child_ids.push_back((*child)->id());
-  }
+  status = CollectBuffers(
+      children, "Tuple child", worker,
+      absl::StrCat(", but the tuple is allocated on core ", core_id, " of ",
+                   names_[worker], ": a tuple's children must be on its core."),
+      &*deps, &child_ids);
+  if (!status.ok()) return FailedBuffer(kind, status);
   return ScheduleAllocation(
-      "AllocateTuple", core_id, 8 * static_cast<int64_t>(children.size()),
-      TupleShape(children), true, *std::move(deps),
-      // Runs with mu_ held.
-      [this, region, child_ids](TpuDriver* worker, int32_t core)
-          -> absl::StatusOr<std::unique_ptr<BufferHandle>> {
-        std::vector<BufferHandle*> handles;
-        for (int64_t id : child_ids) {
-          auto it = buffers_.find(id);
-          if (it == buffers_.end()) return HandleDoesNotExist(id);
-          handles.push_back(it->second.handle.get());
-        }
+      kind, core_id, 8 * static_cast<int64_t>(children.size()),
+      TupleShape(children), true, *std::move(deps), std::move(child_ids),
+      [region](TpuDriver* worker, int32_t core,
+               absl::Span<BufferHandle* const> handles) {
         return worker->AllocateTuple(core, region, handles, {});
       });
 }
@@ -499,101 +619,39 @@ std::shared_ptr<Event> PodDriver::Deallocate(
     std::unique_ptr<BufferHandle> handle, absl::Span<Event* const> wait_for) {
   auto buffer = AsPodBuffer(handle.get(), "The buffer to deallocate");
   if (!buffer.ok()) return FailedEvent("Deallocate", buffer.status());
-  auto deps = Dependencies(wait_for);
-  if (!deps.ok()) return FailedEvent("Deallocate", deps.status());
-  deps->push_back((*buffer)->op());
-  const int64_t id = (*buffer)->id();
-  // Takes the worker handle out of the table and releases it; returns the
-  // worker's event, or null if there was nothing to release.
-  auto release = [this, id](int* worker) -> std::shared_ptr<Event> {
-    Buffer entry;
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = buffers_.find(id);
-      if (it == buffers_.end()) return nullptr;
-      entry = std::move(it->second);
-      buffers_.erase(it);
-    }
-    *worker = entry.worker;
-    if (!WorkerUnusable(entry.worker).ok()) return nullptr;
-    return workers_[entry.worker]->Deallocate(std::move(entry.handle), {});
-  };
-  std::shared_ptr<PodOp> op = scheduler_.Schedule(
-      "Deallocate", *deps,
-      [this, release, id](int64_t, PodScheduler::Done done) {
-        int worker = -1;
-        std::shared_ptr<Event> event = release(&worker);
-        if (event != nullptr) return CompleteWith(worker, event, done);
-        if (worker >= 0) return done(WorkerUnusable(worker));
-        done(HandleDoesNotExist(id));
-      },
-      [release] {
-        int worker = -1;
-        release(&worker);
-      });
-  return MakeEvent(std::move(op));
+  return ScheduleRelease("Deallocate", wait_for, (*buffer)->op(),
+                         &PodDriver::buffers_, &TpuDriver::Deallocate);
 }
 
 std::shared_ptr<Event> PodDriver::TransferToDevice(
     const void* src, BufferHandle* dst, absl::Span<Event* const> wait_for) {
+  const char* kind = "TransferToDevice";
   auto buffer = AsPodBuffer(dst, "The destination");
-  if (!buffer.ok()) return FailedEvent("TransferToDevice", buffer.status());
+  if (!buffer.ok()) return FailedEvent(kind, buffer.status());
   if (src == nullptr && (*buffer)->bytes() > 0) {
-    return FailedEvent(
-        "TransferToDevice",
-        absl::InvalidArgumentError("The source of TransferToDevice is null."));
+    return FailedEvent(kind, absl::InvalidArgumentError(
+                                 "The source of TransferToDevice is null."));
   }
-  auto deps = Dependencies(wait_for);
-  if (!deps.ok()) return FailedEvent("TransferToDevice", deps.status());
-  deps->push_back((*buffer)->op());
-  const int64_t id = (*buffer)->id();
-  const int w = topology_.cores[(*buffer)->core_id()].worker;
-  return MakeEvent(scheduler_.Schedule(
-      "TransferToDevice", *deps,
-      [this, src, id, w](int64_t, PodScheduler::Done done) {
-        absl::Status unusable = WorkerUnusable(w);
-        if (!unusable.ok()) return done(unusable);
-        std::shared_ptr<Event> event;
-        {
-          absl::MutexLock lock(&mu_);
-          auto it = buffers_.find(id);
-          if (it == buffers_.end()) return done(HandleDoesNotExist(id));
-          event =
-              workers_[w]->TransferToDevice(src, it->second.handle.get(), {});
-        }
-        CompleteWith(w, event, std::move(done));
-      }));
+  return ForwardOnBuffer(kind, **buffer, wait_for,
+                         [src](TpuDriver* worker, BufferHandle* handle) {
+                           return worker->TransferToDevice(src, handle, {});
+                         });
 }
 
 std::shared_ptr<Event> PodDriver::TransferFromDevice(
     const BufferHandle* src, void* dst, absl::Span<Event* const> wait_for) {
+  const char* kind = "TransferFromDevice";
   auto buffer = AsPodBuffer(src, "The source");
-  if (!buffer.ok()) return FailedEvent("TransferFromDevice", buffer.status());
+  if (!buffer.ok()) return FailedEvent(kind, buffer.status());
   if (dst == nullptr && (*buffer)->bytes() > 0) {
-    return FailedEvent("TransferFromDevice",
+    return FailedEvent(kind,
                        absl::InvalidArgumentError(
                            "The destination of TransferFromDevice is null."));
   }
-  auto deps = Dependencies(wait_for);
-  if (!deps.ok()) return FailedEvent("TransferFromDevice", deps.status());
-  deps->push_back((*buffer)->op());
-  const int64_t id = (*buffer)->id();
-  const int w = topology_.cores[(*buffer)->core_id()].worker;
-  return MakeEvent(scheduler_.Schedule(
-      "TransferFromDevice", *deps,
-      [this, dst, id, w](int64_t, PodScheduler::Done done) {
-        absl::Status unusable = WorkerUnusable(w);
-        if (!unusable.ok()) return done(unusable);
-        std::shared_ptr<Event> event;
-        {
-          absl::MutexLock lock(&mu_);
-          auto it = buffers_.find(id);
-          if (it == buffers_.end()) return done(HandleDoesNotExist(id));
-          event =
-              workers_[w]->TransferFromDevice(it->second.handle.get(), dst, {});
-        }
-        CompleteWith(w, event, std::move(done));
-      }));
+  return ForwardOnBuffer(kind, **buffer, wait_for,
+                         [dst](TpuDriver* worker, BufferHandle* handle) {
+                           return worker->TransferFromDevice(handle, dst, {});
+                         });
 }
 
 std::shared_ptr<Event> PodDriver::TransferFromDeviceToDevice(
@@ -610,10 +668,8 @@ std::shared_ptr<Event> PodDriver::TransferFromDeviceToDevice(
   const int64_t dst_id = (*to)->id();
   // A buffer whose allocation failed up front has no core. Its operation
   // failed, so the copy only has to report that: any worker will do.
-  int src_worker =
-      (*from)->core_id() < 0 ? -1 : topology_.cores[(*from)->core_id()].worker;
-  int dst_worker =
-      (*to)->core_id() < 0 ? -1 : topology_.cores[(*to)->core_id()].worker;
+  int src_worker = WorkerOf((*from)->core_id());
+  int dst_worker = WorkerOf((*to)->core_id());
   if (src_worker < 0 || dst_worker < 0) {
     src_worker = dst_worker = std::max({src_worker, dst_worker, 0});
   }
@@ -621,23 +677,12 @@ std::shared_ptr<Event> PodDriver::TransferFromDeviceToDevice(
   if (src_worker == dst_worker) {
     deps->push_back((*from)->op());
     deps->push_back((*to)->op());
-    const int w = src_worker;
-    return MakeEvent(scheduler_.Schedule(
-        kind, *deps,
-        [this, src_id, dst_id, w](int64_t, PodScheduler::Done done) {
-          absl::Status unusable = WorkerUnusable(w);
-          if (!unusable.ok()) return done(unusable);
-          std::shared_ptr<Event> event;
-          {
-            absl::MutexLock lock(&mu_);
-            auto s = buffers_.find(src_id);
-            if (s == buffers_.end()) return done(HandleDoesNotExist(src_id));
-            auto d = buffers_.find(dst_id);
-            if (d == buffers_.end()) return done(HandleDoesNotExist(dst_id));
-            event = workers_[w]->TransferFromDeviceToDevice(
-                s->second.handle.get(), d->second.handle.get(), {});
-          }
-          CompleteWith(w, event, std::move(done));
+    return MakeEvent(Forward(
+        kind, *std::move(deps), WorkerCall{src_worker, -1, {src_id, dst_id}},
+        [](int64_t, TpuDriver* worker, LoadedProgramHandle*,
+           absl::Span<BufferHandle* const> buffers)
+            -> absl::StatusOr<std::shared_ptr<Event>> {
+          return worker->TransferFromDeviceToDevice(buffers[0], buffers[1], {});
         }));
   }
 
@@ -661,38 +706,27 @@ std::shared_ptr<Event> PodDriver::TransferFromDeviceToDevice(
                                counter->fetch_sub(bytes);
                              });
   deps->push_back((*from)->op());
-  std::shared_ptr<PodOp> out = scheduler_.Schedule(
-      "TransferFromDeviceToDevice (out of the source worker)", *deps,
-      [this, src_id, host, w = src_worker](int64_t, PodScheduler::Done done) {
-        absl::Status unusable = WorkerUnusable(w);
-        if (!unusable.ok()) return done(unusable);
-        std::shared_ptr<Event> event;
-        {
-          absl::MutexLock lock(&mu_);
-          auto s = buffers_.find(src_id);
-          if (s == buffers_.end()) return done(HandleDoesNotExist(src_id));
-          event = workers_[w]->TransferFromDevice(s->second.handle.get(),
-                                                  host.get(), {});
-        }
-        event->AddCallback([host](absl::Status) {});
-        CompleteWith(w, event, std::move(done));
-      });
-  return MakeEvent(scheduler_.Schedule(
-      kind, {out, (*to)->op()},
-      [this, dst_id, host, w = dst_worker](int64_t, PodScheduler::Done done) {
-        absl::Status unusable = WorkerUnusable(w);
-        if (!unusable.ok()) return done(unusable);
-        std::shared_ptr<Event> event;
-        {
-          absl::MutexLock lock(&mu_);
-          auto d = buffers_.find(dst_id);
-          if (d == buffers_.end()) return done(HandleDoesNotExist(dst_id));
-          event = workers_[w]->TransferToDevice(host.get(),
-                                                d->second.handle.get(), {});
-        }
-        event->AddCallback([host](absl::Status) {});
-        CompleteWith(w, event, std::move(done));
-      }));
+  std::shared_ptr<PodOp> out =
+      Forward("TransferFromDeviceToDevice (out of the source worker)",
+              *std::move(deps), WorkerCall{src_worker, -1, {src_id}},
+              [host](int64_t, TpuDriver* worker, LoadedProgramHandle*,
+                     absl::Span<BufferHandle* const> buffers)
+                  -> absl::StatusOr<std::shared_ptr<Event>> {
+                std::shared_ptr<Event> event =
+                    worker->TransferFromDevice(buffers[0], host.get(), {});
+                event->AddCallback([host](absl::Status) {});
+                return event;
+              });
+  return MakeEvent(
+      Forward(kind, {out, (*to)->op()}, WorkerCall{dst_worker, -1, {dst_id}},
+              [host](int64_t, TpuDriver* worker, LoadedProgramHandle*,
+                     absl::Span<BufferHandle* const> buffers)
+                  -> absl::StatusOr<std::shared_ptr<Event>> {
+                std::shared_ptr<Event> event =
+                    worker->TransferToDevice(host.get(), buffers[0], {});
+                event->AddCallback([host](absl::Status) {});
+                return event;
+              }));
 }
 
 // ---------------------------------------------------------------------------
@@ -784,30 +818,24 @@ std::unique_ptr<LoadedProgramHandle> PodDriver::LoadProgram(
   if (!deps.ok()) return failed(deps.status());
   deps->push_back(compiled->op());
   const PodCoreLocation location = topology_.cores[core_id];
-  std::shared_ptr<PodOp> op = scheduler_.Schedule(
-      "LoadProgram", *deps,
-      [this, location, program = compiled->program()](int64_t id,
-                                                      PodScheduler::Done done) {
+  std::shared_ptr<PodOp> op = Forward(
+      "LoadProgram", *std::move(deps), WorkerCall{location.worker, -1, {}},
+      // Runs with mu_ held; takes program->mu inside it.
+      [this, location, program = compiled->program()](
+          int64_t id, TpuDriver* worker, LoadedProgramHandle*,
+          absl::Span<BufferHandle* const>)
+          -> absl::StatusOr<std::shared_ptr<Event>> {
         const int w = location.worker;
-        absl::Status unusable = WorkerUnusable(w);
-        if (!unusable.ok()) return done(unusable);
-        std::shared_ptr<Event> ready;
-        {
-          absl::MutexLock program_lock(&program->mu);
-          if (w >= static_cast<int>(program->per_worker.size())) {
-            return done(DriverDestroyed());
-          }
-          if (!program->worker_status[w].ok()) {
-            return done(program->worker_status[w]);
-          }
-          absl::MutexLock lock(&mu_);
-          std::unique_ptr<LoadedProgramHandle> loaded =
-              workers_[w]->LoadProgram(location.worker_core_id,
-                                       program->per_worker[w].get(), {});
-          ready = loaded->OnReady();
-          loaded_[id] = Loaded{w, std::move(loaded)};
+        absl::MutexLock program_lock(&program->mu);
+        if (w >= static_cast<int>(program->per_worker.size())) {
+          return DriverDestroyed();
         }
-        CompleteWith(w, ready, std::move(done));
+        if (!program->worker_status[w].ok()) return program->worker_status[w];
+        std::unique_ptr<LoadedProgramHandle> loaded = worker->LoadProgram(
+            location.worker_core_id, program->per_worker[w].get(), {});
+        std::shared_ptr<Event> ready = loaded->OnReady();
+        loaded_[id] = Loaded{w, std::move(loaded)};
+        return ready;
       });
   return std::make_unique<PodLoadedProgramHandle>(this, std::move(op), core_id);
 }
@@ -815,43 +843,10 @@ std::unique_ptr<LoadedProgramHandle> PodDriver::LoadProgram(
 std::shared_ptr<Event> PodDriver::UnloadProgram(
     std::unique_ptr<LoadedProgramHandle> handle,
     absl::Span<Event* const> wait_for) {
-  auto* loaded = dynamic_cast<PodLoadedProgramHandle*>(handle.get());
-  if (loaded == nullptr || loaded->owner() != this) {
-    return FailedEvent(
-        "UnloadProgram",
-        absl::InvalidArgumentError("The program to unload is not a loaded "
-                                   "program of this grpc+pod:// driver."));
-  }
-  auto deps = Dependencies(wait_for);
-  if (!deps.ok()) return FailedEvent("UnloadProgram", deps.status());
-  deps->push_back(loaded->op());
-  const int64_t id = loaded->id();
-  auto release = [this, id](int* worker) -> std::shared_ptr<Event> {
-    Loaded entry;
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = loaded_.find(id);
-      if (it == loaded_.end()) return nullptr;
-      entry = std::move(it->second);
-      loaded_.erase(it);
-    }
-    *worker = entry.worker;
-    if (!WorkerUnusable(entry.worker).ok()) return nullptr;
-    return workers_[entry.worker]->UnloadProgram(std::move(entry.handle), {});
-  };
-  return MakeEvent(scheduler_.Schedule(
-      "UnloadProgram", *deps,
-      [this, release, id](int64_t, PodScheduler::Done done) {
-        int worker = -1;
-        std::shared_ptr<Event> event = release(&worker);
-        if (event != nullptr) return CompleteWith(worker, event, done);
-        if (worker >= 0) return done(WorkerUnusable(worker));
-        done(HandleDoesNotExist(id));
-      },
-      [release] {
-        int worker = -1;
-        release(&worker);
-      }));
+  auto loaded = AsPodLoaded(handle.get(), "unload");
+  if (!loaded.ok()) return FailedEvent("UnloadProgram", loaded.status());
+  return ScheduleRelease("UnloadProgram", wait_for, (*loaded)->op(),
+                         &PodDriver::loaded_, &TpuDriver::UnloadProgram);
 }
 
 std::shared_ptr<Event> PodDriver::ExecuteProgram(
@@ -860,73 +855,44 @@ std::shared_ptr<Event> PodDriver::ExecuteProgram(
     const xla::DeviceAssignmentProto& device_assignment,
     absl::Span<Event* const> wait_for) {
   const char* kind = "ExecuteProgram";
-  auto* loaded = dynamic_cast<PodLoadedProgramHandle*>(program);
-  if (loaded == nullptr || loaded->owner() != this) {
-    return FailedEvent(
-        kind, absl::InvalidArgumentError("The program to execute is not a "
-                                         "loaded program of this grpc+pod:// "
-                                         "driver."));
-  }
+  auto loaded = AsPodLoaded(program, "execute");
+  if (!loaded.ok()) return FailedEvent(kind, loaded.status());
   auto deps = Dependencies(wait_for);
   if (!deps.ok()) return FailedEvent(kind, deps.status());
-  deps->push_back(loaded->op());
-  if (loaded->core_id() < 0) {
+  deps->push_back((*loaded)->op());
+  const int w = WorkerOf((*loaded)->core_id());
+  if (w < 0) {
     // Its load failed up front; the dependency reports why.
     return MakeEvent(
         scheduler_.Schedule(kind, *deps, [](int64_t, PodScheduler::Done done) {
           done(absl::InternalError("unreachable"));
         }));
   }
-  const int w = topology_.cores[loaded->core_id()].worker;
-  std::vector<int64_t> input_ids, output_ids;
-  for (int pass = 0; pass < 2; ++pass) {
-    auto buffers = pass == 0 ? inputs : outputs;
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      std::string what = absl::StrCat(pass == 0 ? "Input " : "Output ", i);
-      auto buffer = AsPodBuffer(buffers[i], what.c_str());
-      if (!buffer.ok()) return FailedEvent(kind, buffer.status());
-      const int32_t core = (*buffer)->core_id();
-      if (core >= 0 && topology_.cores[core].worker != w) {
-        return FailedEvent(
-            kind, absl::InvalidArgumentError(absl::StrCat(
-                      what, " (buffer ", (*buffer)->id(), ") is on core ", core,
-                      " of ", names_[topology_.cores[core].worker],
-                      ", but the program is loaded on core ", loaded->core_id(),
-                      " of ", names_[w],
-                      ": copy the buffer to the program's core first.")));
-      }
-      deps->push_back((*buffer)->op());
-      (pass == 0 ? input_ids : output_ids).push_back((*buffer)->id());
-    }
+  const std::string loaded_on = absl::StrCat(
+      ", but the program is loaded on core ", (*loaded)->core_id(), " of ",
+      names_[w], ": copy the buffer to the program's core first.");
+  WorkerCall call{w, (*loaded)->id(), {}};
+  std::vector<int64_t> output_ids;
+  absl::Status status =
+      CollectBuffers(inputs, "Input", w, loaded_on, &*deps, &call.buffers);
+  if (status.ok()) {
+    status =
+        CollectBuffers(outputs, "Output", w, loaded_on, &*deps, &output_ids);
   }
+  if (!status.ok()) return FailedEvent(kind, status);
+  const size_t num_inputs = call.buffers.size();
+  call.buffers.insert(call.buffers.end(), output_ids.begin(), output_ids.end());
   auto assignment = TranslateDeviceAssignment(topology_, w, device_assignment);
   if (!assignment.ok()) return FailedEvent(kind, assignment.status());
-  return MakeEvent(scheduler_.Schedule(
-      kind, *deps,
-      [this, w, program_id = loaded->id(), input_ids, output_ids,
-       assignment = *std::move(assignment)](int64_t, PodScheduler::Done done) {
-        absl::Status unusable = WorkerUnusable(w);
-        if (!unusable.ok()) return done(unusable);
-        std::shared_ptr<Event> event;
-        {
-          absl::MutexLock lock(&mu_);
-          auto p = loaded_.find(program_id);
-          if (p == loaded_.end()) return done(HandleDoesNotExist(program_id));
-          std::vector<BufferHandle*> ins, outs;
-          for (int64_t id : input_ids) {
-            auto it = buffers_.find(id);
-            if (it == buffers_.end()) return done(HandleDoesNotExist(id));
-            ins.push_back(it->second.handle.get());
-          }
-          for (int64_t id : output_ids) {
-            auto it = buffers_.find(id);
-            if (it == buffers_.end()) return done(HandleDoesNotExist(id));
-            outs.push_back(it->second.handle.get());
-          }
-          event = workers_[w]->ExecuteProgram(p->second.handle.get(), ins, outs,
-                                              assignment, {});
-        }
-        CompleteWith(w, event, std::move(done));
+  return MakeEvent(Forward(
+      kind, *std::move(deps), std::move(call),
+      [num_inputs, assignment = *std::move(assignment)](
+          int64_t, TpuDriver* worker, LoadedProgramHandle* program,
+          absl::Span<BufferHandle* const> buffers)
+          -> absl::StatusOr<std::shared_ptr<Event>> {
+        return worker->ExecuteProgram(program, buffers.subspan(0, num_inputs),
+                                      buffers.subspan(num_inputs), assignment,
+                                      {});
       }));
 }
 

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,9 @@ class PodDriver : public TpuDriver {
   absl::Status CheckCore(int32_t core_id) const;
   absl::StatusOr<const PodBufferHandle*> AsPodBuffer(const BufferHandle* handle,
                                                      const char* what) const;
+  // `verb` says what the caller wanted to do ("unload", "execute").
+  absl::StatusOr<PodLoadedProgramHandle*> AsPodLoaded(
+      LoadedProgramHandle* handle, const char* verb) const;
   // The pod operations for `wait_for` (foreign events are wrapped).
   absl::StatusOr<std::vector<std::shared_ptr<PodOp>>> Dependencies(
       absl::Span<Event* const> wait_for);
@@ -164,15 +168,78 @@ class PodDriver : public TpuDriver {
   std::shared_ptr<Event> FailedEvent(const char* kind, absl::Status status);
   std::shared_ptr<Event> MakeEvent(std::shared_ptr<PodOp> op);
 
-  // Schedules an allocation on `core_id`: `issue` runs on the core's worker
-  // (with mu_ held) and returns the worker's handle.
+  // The worker serving pod core `core_id`; -1 for a buffer or program whose
+  // operation failed up front (it has no core).
+  int WorkerOf(int32_t core_id) const;
+  // Checks that every one of `buffers` is a buffer of this driver on
+  // `worker`, and adds their operations to `deps` and their ids to `ids`.
+  // `what` names the list ("Input", "Tuple child": the message says "Input
+  // 2 (buffer 7) is on core ..."); `elsewhere` ends the message for one on
+  // another worker.
+  absl::Status CollectBuffers(absl::Span<BufferHandle* const> buffers,
+                              const char* what, int worker,
+                              absl::string_view elsewhere,
+                              std::vector<std::shared_ptr<PodOp>>* deps,
+                              std::vector<int64_t>* ids);
+
+  // What a forwarded operation names on its worker, as pod ids; they are
+  // resolved to the worker's handles just before it is issued.
+  struct WorkerCall {
+    int worker = 0;
+    int64_t program = -1;  // A loaded program, or -1 for none.
+    std::vector<int64_t> buffers;
+  };
+  // Issues the worker call, with mu_ held, given the op's id and the
+  // resolved handles (program null if the call names none). Returns the
+  // worker's event, or an error the operation fails with as it is.
+  using IssueFn = std::function<absl::StatusOr<std::shared_ptr<Event>>(
+      int64_t op_id, TpuDriver* worker, LoadedProgramHandle* program,
+      absl::Span<BufferHandle* const> buffers)>;
+  // The one way an operation reaches a worker: schedules `kind` after
+  // `deps`; once they all succeeded it fails with WorkerUnusable if the
+  // worker is gone, with "Handle N does not exist." if a handle was released
+  // meanwhile, else issues and completes with the worker event's status
+  // (through FromWorker).
+  std::shared_ptr<PodOp> Forward(const char* kind,
+                                 std::vector<std::shared_ptr<PodOp>> deps,
+                                 WorkerCall call, IssueFn issue);
+  // Forward's lookup and call, with mu_ held.
+  absl::StatusOr<std::shared_ptr<Event>> ResolveAndIssue(int64_t op_id,
+                                                         const WorkerCall& call,
+                                                         const IssueFn& issue)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forwards `kind` on the worker of `buffer` (checked by the caller) after
+  // `wait_for` and the buffer's own operation; `issue` gets the worker's
+  // handle for it.
+  std::shared_ptr<Event> ForwardOnBuffer(
+      const char* kind, const PodBufferHandle& buffer,
+      absl::Span<Event* const> wait_for,
+      std::function<std::shared_ptr<Event>(TpuDriver*, BufferHandle*)> issue);
+
+  // Schedules an allocation on `core_id` whose worker call names the
+  // buffers `children` (pod ids; none but for tuples): `allocate` runs on
+  // the core's worker with mu_ held and returns the worker's handle.
+  using AllocateFn = std::function<std::unique_ptr<BufferHandle>(
+      TpuDriver* worker, int32_t worker_core,
+      absl::Span<BufferHandle* const> children)>;
   std::unique_ptr<BufferHandle> ScheduleAllocation(
       const char* kind, int32_t core_id, int64_t bytes,
       std::optional<xla::ShapeProto> shape, bool is_tuple,
-      std::vector<std::shared_ptr<PodOp>> deps,
-      std::function<absl::StatusOr<std::unique_ptr<BufferHandle>>(
-          TpuDriver* worker, int32_t worker_core)>
-          issue);
+      std::vector<std::shared_ptr<PodOp>> deps, std::vector<int64_t> children,
+      AllocateFn allocate);
+
+  // Schedules, after `wait_for` and `handle_op`, the release of the worker
+  // resource that `(this->*table)[handle_op->id()]` holds (a Buffer or a
+  // Loaded): `release` hands it back to its worker. Deallocate and
+  // UnloadProgram consume their handle, so the resource is released even
+  // when a dependency failed (the operation still reports that failure).
+  template <typename Entry, typename Handle>
+  std::shared_ptr<Event> ScheduleRelease(
+      const char* kind, absl::Span<Event* const> wait_for,
+      const std::shared_ptr<PodOp>& handle_op,
+      absl::flat_hash_map<int64_t, Entry> PodDriver::*table,
+      std::shared_ptr<Event> (TpuDriver::*release)(std::unique_ptr<Handle>,
+                                                   absl::Span<Event* const>));
 
   // If worker `w` is gone or the driver was reset, why (else OK).
   absl::Status WorkerUnusable(int w);

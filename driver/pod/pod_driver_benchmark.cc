@@ -5,7 +5,7 @@
 // reference scanned every operation in flight on each completion: O(N^2)).
 //
 // Backends: local:// workers (in-process emulators) when the local driver is
-// linked, and the in-memory fake workers (driver/pod/testing) always. The
+// linked, and the in-memory fake workers (driver/testing) always. The
 // baseline, measured in the same run, is the same chain issued directly on
 // one worker driver, without the pod layer.
 //
@@ -30,7 +30,7 @@
 #include "benchmark/benchmark.h"
 #include "driver/driver_registry.h"
 #include "driver/pod/pod_driver.h"
-#include "driver/pod/testing/fake_driver.h"
+#include "driver/testing/fake_driver.h"
 
 namespace tpu::driver {
 namespace {
@@ -86,8 +86,11 @@ std::unique_ptr<Opened> OpenPod(Backend backend) {
     options.chips = 1;
     opened->cluster.Add(options);
     opened->cluster.Add(options);
-    config.set_worker(opened->cluster.address());
-    pod = PodDriver::Open(config, opened->cluster.pod_options());
+    config.set_worker(opened->cluster.pod_address());
+    PodDriverOptions pod_options;
+    pod_options.open_worker = opened->cluster.OpenWorker();
+    pod_options.shutdown_timeout = absl::Seconds(5);
+    pod = PodDriver::Open(config, std::move(pod_options));
   }
   if (!pod.ok()) {
     std::fprintf(stderr, "cannot open the pod: %s\n",

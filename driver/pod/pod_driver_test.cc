@@ -11,7 +11,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "driver/driver_registry.h"
-#include "driver/pod/testing/fake_driver.h"
+#include "driver/testing/fake_driver.h"
+#include "driver/testing/manual_event.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -24,9 +25,18 @@ using testing::FakeProgram;
 using testing::FakeWorker;
 using testing::FakeWorkerOptions;
 using ::testing::HasSubstr;
+using testing::ManualEvent;
 using ::testing::UnorderedElementsAre;
 
 constexpr auto HBM = tpu_driver::HBM;
+
+// Opens the pod's workers on `cluster`'s fakes.
+PodDriverOptions PodOptions(const FakeCluster& cluster) {
+  PodDriverOptions options;
+  options.open_worker = cluster.OpenWorker();
+  options.shutdown_timeout = absl::Seconds(5);
+  return options;
+}
 
 // Two lone fake workers of two single-core chips each: pod cores 0,1 are
 // worker 0's cores 0,1 and pod cores 2,3 are worker 1's cores 0,1.
@@ -38,13 +48,13 @@ class PodDriverTest : public ::testing::Test {
     Open();
   }
   void Open() {
-    auto driver = PodDriver::Open(Config(), cluster_.pod_options());
+    auto driver = PodDriver::Open(Config(), PodOptions(cluster_));
     ASSERT_TRUE(driver.ok()) << driver.status();
     driver_ = *std::move(driver);
   }
   tpu_driver::TpuDriverConfig Config() {
     tpu_driver::TpuDriverConfig config;
-    config.set_worker(cluster_.address());
+    config.set_worker(cluster_.pod_address());
     return config;
   }
 
@@ -100,7 +110,7 @@ TEST(PodAddressTest, RegisteredInTheDriverRegistry) {
 TEST_F(PodDriverTest, OpeningNamesTheWorkerThatFails) {
   tpu_driver::TpuDriverConfig config;
   config.set_worker("grpc+pod://fake0,fake7");
-  auto driver = PodDriver::Open(config, cluster_.pod_options());
+  auto driver = PodDriver::Open(config, PodOptions(cluster_));
   EXPECT_EQ(driver.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(driver.status().message(),
               HasSubstr("Could not open worker 1 (grpc://fake7)"));
@@ -388,41 +398,6 @@ TEST_F(PodDriverTest, ExecuteFailureAndMisplacedBuffers) {
                         "program is loaded on core 2 of worker 1"));
 }
 
-// An event the test completes by hand.
-class ManualEvent : public Event {
- public:
-  absl::Status Await() override {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return status_;
-  }
-  std::optional<absl::Status> AwaitWithTimeout(absl::Duration t) override {
-    absl::MutexLock lock(&mu_);
-    if (!mu_.AwaitWithTimeout(absl::Condition(&done_), t)) return std::nullopt;
-    return status_;
-  }
-  void AddCallback(std::function<void(absl::Status)> callback) override {
-    absl::MutexLock lock(&mu_);
-    callbacks_.push_back(std::move(callback));
-  }
-  void Complete(absl::Status status) {
-    std::vector<std::function<void(absl::Status)>> callbacks;
-    {
-      absl::MutexLock lock(&mu_);
-      done_ = true;
-      status_ = status;
-      callbacks.swap(callbacks_);
-    }
-    for (auto& callback : callbacks) callback(status);
-  }
-
- private:
-  absl::Mutex mu_;
-  bool done_ = false;
-  absl::Status status_;
-  std::vector<std::function<void(absl::Status)>> callbacks_;
-};
-
 TEST_F(PodDriverTest, UnknownHandleIsInvalidArgumentAsTheReference) {
   auto buffer = Filled(1, 8, 0);
   const int64_t id = static_cast<PodBufferHandle*>(buffer.get())->id();
@@ -443,8 +418,8 @@ TEST_F(PodDriverTest, ForeignHandlesAreRejected) {
   FakeCluster other;
   other.Add({});
   tpu_driver::TpuDriverConfig config;
-  config.set_worker(other.address());
-  auto other_driver = PodDriver::Open(config, other.pod_options());
+  config.set_worker(other.pod_address());
+  auto other_driver = PodDriver::Open(config, PodOptions(other));
   ASSERT_TRUE(other_driver.ok());
   auto foreign = (*other_driver)->Allocate(0, HBM, 8, {});
   std::vector<uint8_t> out(8);
@@ -465,8 +440,8 @@ TEST_F(PodDriverTest, FailuresPropagateWithTheWorkersCodeAndName) {
   FakeCluster cluster;
   auto worker = cluster.Add(tiny);
   tpu_driver::TpuDriverConfig config;
-  config.set_worker(cluster.address());
-  auto driver = PodDriver::Open(config, cluster.pod_options());
+  config.set_worker(cluster.pod_address());
+  auto driver = PodDriver::Open(config, PodOptions(cluster));
   ASSERT_TRUE(driver.ok());
   auto big = (*driver)->Allocate(1, HBM, 101, {});
   std::vector<uint8_t> data(101);
@@ -588,10 +563,10 @@ TEST_F(PodDriverTest, DestructionReleasesEveryWorkerResource) {
 TEST_F(PodDriverTest, DestructionCancelsWhatHasNotStartedAndBoundsTheWait) {
   FakeCluster cluster;
   auto worker = cluster.Add({});
-  PodDriverOptions options = cluster.pod_options();
+  PodDriverOptions options = PodOptions(cluster);
   options.shutdown_timeout = absl::Milliseconds(50);
   tpu_driver::TpuDriverConfig config;
-  config.set_worker(cluster.address());
+  config.set_worker(cluster.pod_address());
   auto driver = PodDriver::Open(config, options);
   ASSERT_TRUE(driver.ok());
   auto buffer = (*driver)->Allocate(0, HBM, 8, {});
@@ -666,8 +641,8 @@ TEST(PodSliceTest, SliceHostsAreMergedByCoordinates) {
   host.host_id = 0;
   auto h0 = cluster.Add(host);
   tpu_driver::TpuDriverConfig config;
-  config.set_worker(cluster.address());
-  auto driver = PodDriver::Open(config, cluster.pod_options());
+  config.set_worker(cluster.pod_address());
+  auto driver = PodDriver::Open(config, PodOptions(cluster));
   ASSERT_TRUE(driver.ok()) << driver.status();
   auto info = (*driver)->QuerySystemInfo();
   ASSERT_TRUE(info.ok());

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "driver/testing/manual_event.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -15,6 +16,7 @@ namespace tpu::driver {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::ManualEvent;
 
 // A RunFn whose completion the test triggers.
 struct Manual {
@@ -195,18 +197,6 @@ TEST(PodSchedulerTest, LongFailingChainsKeepShortMessages) {
                                      " (Allocate) failed: gone")));
 }
 
-class ManualEvent : public Event {
- public:
-  absl::Status Await() override { return absl::OkStatus(); }
-  std::optional<absl::Status> AwaitWithTimeout(absl::Duration) override {
-    return std::nullopt;
-  }
-  void AddCallback(std::function<void(absl::Status)> callback) override {
-    callback_ = std::move(callback);
-  }
-  std::function<void(absl::Status)> callback_;
-};
-
 TEST(PodSchedulerTest, ForeignEventsAreDependencies) {
   PodScheduler scheduler;
   ManualEvent external;
@@ -214,7 +204,7 @@ TEST(PodSchedulerTest, ForeignEventsAreDependencies) {
   auto wrapped = scheduler.Wrap(&external);
   auto op = scheduler.Schedule("TransferFromDevice", {wrapped}, after.Run());
   EXPECT_EQ(after.run_count(), 0);
-  external.callback_(absl::DataLossError("bad"));
+  external.Complete(absl::DataLossError("bad"));
   absl::Status status = op->Await();
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(status.message(), HasSubstr("(external event), which failed"));

@@ -186,11 +186,12 @@ bool HloLexer::ConsumeInt64(int64_t* value) {
 
 bool HloLexer::ConsumeQuoted(absl::string_view* raw) {
   SkipSpace();
-  if (PeekRaw() != '"') return false;
+  const char quote = PeekRaw();
+  if (quote != '"' && quote != '\'') return false;
   const size_t start = pos_ + 1;
   size_t p = start;
   const size_t n = text_.size();
-  while (p < n && text_[p] != '"') {
+  while (p < n && text_[p] != quote) {
     if (text_[p] == '\\') ++p;
     ++p;
   }

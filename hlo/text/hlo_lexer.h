@@ -56,6 +56,13 @@ class HloLexer {
     ++pos_;
     return true;
   }
+  // Consumes `c` if it is at the cursor, without skipping space (for
+  // separators inside a token group such as "3x3" or "0_1").
+  bool TryConsumeRaw(char c) {
+    if (PeekRaw() != c) return false;
+    ++pos_;
+    return true;
+  }
   // Skips space; consumes `s` if the text continues with it.
   bool TryConsume(absl::string_view s);
 
@@ -81,7 +88,8 @@ class HloLexer {
   // if there is none or it overflows.
   bool ConsumeInt64(int64_t* value);
 
-  // Skips space and reads a double-quoted string with C escapes. On success
+  // Skips space and reads a string in double or single quotes (XLA's lexer
+  // takes both, e.g. mesh axis names 'x') with C escapes. On success
   // `raw` is the text between the quotes, still escaped. Returns false if
   // there is no string or it is unterminated (cursor moved to the problem).
   bool ConsumeQuoted(absl::string_view* raw);

@@ -1,11 +1,23 @@
 // Parser from XLA's HLO text syntax to xla::HloModuleProto.
 //
 // Accepts what XLA prints (HloModule::ToString and friends, old and new):
-// the module header with its attributes, computations in any order with
-// ENTRY anywhere (or, without ENTRY, the last computation is the entry),
-// names with or without '%', operands with or without inline shapes, and the
-// instruction attributes XLA prints. The proto is filled as XLA serializes a
-// module (HloModule::ToProto):
+// the module header with its attributes ("HloModule name:" too), the
+// stack-frame tables (FileNames ... StackFrames, kept in stack_frame_index),
+// computations in any order with ENTRY anywhere (or, without ENTRY, the
+// last computation is the entry), names with or without '%', operands with
+// or without inline shapes, and the instruction attributes XLA prints,
+// shardings in the older ({devices=[...]}) and the named ({mesh[...], ...})
+// forms. Like XLA's parser it also accepts:
+//   - instructions without a result shape for the opcodes XLA infers the
+//     shape of ("y = add(x, x)"), inferred with XLA's rules;
+//   - instructions written inline as operands ("add(f32[] constant(1), x)"),
+//     added before their user and named "<opcode>.anon" (".anon.1", ...);
+//   - the async shorthand ("s = ((f32[]), f32[], u32[]) negate-start(x)",
+//     negate-update, negate-done), stored as XLA stores it: async-start,
+//     -update and -done calling a computation "async_wrapped" whose
+//     parameters "async_param" take the operands and whose root "async_op"
+//     is the wrapped op with its attributes.
+// The proto is filled as XLA serializes a module (HloModule::ToProto):
 //   - opcode strings as XLA names them ("add", "get-tuple-element", ...);
 //   - ids: one counter for the module, unique across computations and
 //     instructions; computations are stored callees first and instructions

@@ -8,7 +8,10 @@
 // same order). For hand-built protos the round trip also fills what the
 // parser always fills (default layouts, comparison types, ...).
 //
-// Not representable in text and therefore not printed: instruction ids,
+// The async shorthand is printed in its long form (async-start ...,
+// calls=%async_wrapped, and the wrapped computation), which parses to the
+// same proto. Not representable in text and therefore not printed:
+// instruction ids,
 // fields the text syntax has no attribute for (e.g. channel_name,
 // outer_dimension_partitions, original_value, statistics of the module).
 // Constants are printed in full (never elided).

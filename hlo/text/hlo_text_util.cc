@@ -192,6 +192,11 @@ absl::string_view PrimitiveTypeName(xla::PrimitiveType type) {
   return "invalid";
 }
 
+absl::string_view DefaultComparisonType(xla::PrimitiveType type) {
+  if (IsFloatType(type) || IsComplexType(type)) return "FLOAT";
+  return IsSignedIntType(type) ? "SIGNED" : "UNSIGNED";
+}
+
 bool IsArrayType(xla::PrimitiveType type) {
   switch (type) {
     case xla::PRIMITIVE_TYPE_INVALID:

@@ -36,6 +36,10 @@ bool IsMiniFloatType(xla::PrimitiveType type);
 // Bit width of signed/unsigned integer types; 0 for others.
 int IntBitWidth(xla::PrimitiveType type);
 
+// The comparison type XLA gives a compare of operands of `type` when the
+// text has no type= ("FLOAT", "SIGNED" or "UNSIGNED").
+absl::string_view DefaultComparisonType(xla::PrimitiveType type);
+
 // Number of elements of an array shape (1 for scalars).
 int64_t ElementCount(const xla::ShapeProto& shape);
 

@@ -1,4 +1,5 @@
-// Helpers for the //hlo/text tests: reading test data and comparing protos.
+// Helpers for the //hlo/text tests: reading test data, comparing protos,
+// finding instructions and round-tripping text.
 
 #ifndef HLO_TEXT_TEST_UTIL_H_
 #define HLO_TEXT_TEST_UTIL_H_
@@ -12,6 +13,9 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "hlo/text/hlo_parser.h"
+#include "hlo/text/hlo_printer.h"
 
 namespace tpu::hlo::testing {
 
@@ -51,6 +55,47 @@ inline std::string Diff(const google::protobuf::Message& a,
   differencer.ReportDifferencesToString(&report);
   differencer.Compare(a, b);
   return report.empty() ? "serializations differ" : report;
+}
+
+// The instruction called `name` anywhere in `module`, or null.
+inline const xla::HloInstructionProto* FindInstruction(
+    const xla::HloModuleProto& module, const std::string& name) {
+  for (const auto& c : module.computations()) {
+    for (const auto& i : c.instructions()) {
+      if (i.name() == name) return &i;
+    }
+  }
+  return nullptr;
+}
+
+// Parses `text`, prints it and parses the print again. Empty if both parses
+// succeed with the same proto and printing again gives the same text; else
+// what went wrong.
+inline std::string RoundTripProblem(const std::string& text) {
+  absl::StatusOr<xla::HloModuleProto> first = ParseHloModule(text);
+  if (!first.ok()) return "first parse: " + first.status().ToString();
+  const std::string printed = PrintHloModule(*first);
+  absl::StatusOr<xla::HloModuleProto> second = ParseHloModule(printed);
+  if (!second.ok()) {
+    return "parse of printed text: " + second.status().ToString() + "\n" +
+           printed;
+  }
+  const std::string diff = Diff(*first, *second);
+  if (!diff.empty()) return diff + "\n" + printed;
+  if (PrintHloModule(*second) != printed) return "print is not a fixed point";
+  return "";
+}
+
+// The message of the error ParseHloModule(text) returns; empty (and a test
+// failure) if it parses or the code is not INVALID_ARGUMENT.
+inline std::string ParseErrorOf(const std::string& text) {
+  absl::StatusOr<xla::HloModuleProto> m = ParseHloModule(text);
+  if (m.ok()) {
+    ADD_FAILURE() << "parsed: " << text;
+    return "";
+  }
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(m.status().message());
 }
 
 }  // namespace tpu::hlo::testing

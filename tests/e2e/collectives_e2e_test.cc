@@ -16,8 +16,7 @@
 #include "gtest/gtest.h"
 #include "hlo/literal.h"
 #include "hlo/text/hlo_parser.h"
-#include "tests/e2e/subprocess.h"
-#include "tests/pod/emulator_process.h"
+#include "tools/lib/subprocess.h"
 
 namespace tpu {
 namespace {
@@ -65,11 +64,14 @@ Literal S32(std::vector<int64_t> dims, std::vector<int32_t> values) {
 class CollectivesE2ETest : public ::testing::Test {
  protected:
   void StartWorker(std::vector<std::string> flags = {}) {
-    flags.push_back("--chips=4");
-    flags.push_back("--cores_per_chip=2");
-    flags.push_back("--compute_threads=2");
-    auto worker = pod_test::EmulatorProcess::Start(
-        pod_test::Runfile("tools/tpu_emulator/tpu_emulator"), "worker", flags);
+    std::vector<std::string> argv = {
+        tools::RunfilePath("tools/tpu_emulator/tpu_emulator"), "--port=0",
+        "--chips=4", "--cores_per_chip=2", "--compute_threads=2"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const std::string name =
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    auto worker =
+        tools::ServerProcess::Start(argv, tools::ScratchDir(), name);
     ASSERT_TRUE(worker.ok()) << worker.status();
     worker_ = *std::move(worker);
   }
@@ -81,24 +83,25 @@ class CollectivesE2ETest : public ::testing::Test {
     return client.ok() ? *client : nullptr;
   }
 
-  // Launches replica 0 of a two-replica `program` on core 0 only, through
-  // the driver: core 0 then waits in its all-reduce for core 1 forever.
+  // Launches one replica of a two-replica `program` (replicas on cores 0
+  // and 1) on `core` only, through the driver: the core then waits in its
+  // all-reduce for the other one.
   std::shared_ptr<driver::Event> LaunchOneReplica(
-      client::TpuClient& client, const std::string& program) {
+      client::TpuClient& client, const std::string& program, int core = 0) {
     driver::TpuDriver* driver = client.driver();
     auto module = hlo::ParseHloModule(program);
     EXPECT_TRUE(module.ok()) << module.status();
     xla::HloProto proto;
     *proto.mutable_hlo_module() = *module;
     compiled_.push_back(driver->CompileProgram(proto, 2, {}));
-    loaded_.push_back(driver->LoadProgram(0, compiled_.back().get(), {}));
+    loaded_.push_back(driver->LoadProgram(core, compiled_.back().get(), {}));
     const xla::ShapeProto shape = Shape::Array(xla::S32, {1}).ToProto();
-    buffers_.push_back(driver->Allocate(0, tpu_driver::MemoryRegion::HBM,
+    buffers_.push_back(driver->Allocate(core, tpu_driver::MemoryRegion::HBM,
                                         shape, {}));
     driver::BufferHandle* input = buffers_.back().get();
     static const int32_t kOne = 1;
     events_.push_back(driver->TransferToDevice(&kOne, input, {}));
-    buffers_.push_back(driver->Allocate(0, tpu_driver::MemoryRegion::HBM,
+    buffers_.push_back(driver->Allocate(core, tpu_driver::MemoryRegion::HBM,
                                         shape, {}));
     xla::DeviceAssignmentProto assignment;
     assignment.set_replica_count(2);
@@ -132,12 +135,12 @@ class CollectivesE2ETest : public ::testing::Test {
     return (*executable)->ExecutePerReplica(arguments).status();
   }
 
-  absl::StatusOr<e2e::CommandResult> TpuCtl(std::vector<std::string> args) {
+  absl::StatusOr<tools::CommandResult> TpuCtl(std::vector<std::string> args) {
     std::vector<std::string> argv = {
-        pod_test::Runfile("tools/tpu_ctl/tpu_ctl"),
+        tools::RunfilePath("tools/tpu_ctl/tpu_ctl"),
         absl::StrCat("--target=", worker_->address())};
     argv.insert(argv.end(), args.begin(), args.end());
-    return e2e::RunCommand(argv, absl::Seconds(30));
+    return tools::RunCommand(argv, absl::Seconds(30));
   }
 
   void ReleaseDriverObjects() {
@@ -147,7 +150,7 @@ class CollectivesE2ETest : public ::testing::Test {
     buffers_.clear();
   }
 
-  std::unique_ptr<pod_test::EmulatorProcess> worker_;
+  std::unique_ptr<tools::ServerProcess> worker_;
   std::vector<std::unique_ptr<driver::CompiledProgramHandle>> compiled_;
   std::vector<std::unique_ptr<driver::LoadedProgramHandle>> loaded_;
   std::vector<std::unique_ptr<driver::BufferHandle>> buffers_;
@@ -253,21 +256,26 @@ TEST_F(CollectivesE2ETest, HangIsReportedByTheClientAndByTpuCtl) {
   EXPECT_EQ(idle->out, "no core is running or waiting\n");
 }
 
+// Core 0 starts X and core 1 starts P, both for the same two-core
+// assignment: with the launch barrier both fail at launch instead of
+// hanging in their collectives.
 TEST_F(CollectivesE2ETest, LaunchBarrierFailsMismatchedPrograms) {
   StartWorker({"--launch_barrier"});
-  client::ClientOptions options;
-  options.execute_max_time = absl::Seconds(60);
-  std::shared_ptr<client::TpuClient> client = Connect(options);
+  std::shared_ptr<client::TpuClient> client = Connect({});
   ASSERT_NE(client, nullptr);
-  std::shared_ptr<driver::Event> stuck =
-      LaunchOneReplica(*client, MeetingProgram("X"));
-  absl::Status status = RunBothReplicas(client, MeetingProgram("P"));
-  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
-  EXPECT_THAT(status.message(),
-              HasSubstr("did not start the same program for the same launch: "
-                        "core 0 started X, core 1 started P"));
-  absl::Status other = stuck->Await();
-  EXPECT_EQ(other.code(), absl::StatusCode::kFailedPrecondition) << other;
+  std::shared_ptr<driver::Event> x =
+      LaunchOneReplica(*client, MeetingProgram("X"), 0);
+  std::shared_ptr<driver::Event> p =
+      LaunchOneReplica(*client, MeetingProgram("P"), 1);
+  for (const auto& event : {x, p}) {
+    absl::Status status = event->Await();
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+    EXPECT_THAT(status.message(),
+                HasSubstr("did not start the same program for the same "
+                          "launch: core 0 started X, core 1 started P"));
+  }
+  // Matching launches still meet.
+  EXPECT_TRUE(RunBothReplicas(client, MeetingProgram("P")).ok());
   ReleaseDriverObjects();
 }
 

@@ -15,33 +15,24 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "proto/hlo.pb.h"
 #include "tests/e2e/programs.h"
-#include "tests/e2e/subprocess.h"
+#include "tools/lib/subprocess.h"
 #include "tools/tpu_run/npy.h"
 
 namespace tpu {
 namespace {
 
 namespace fs = std::filesystem;
-using e2e::CommandResult;
 using e2e::ParseProgram;
-using e2e::RunCommand;
-
-std::string Runfile(const std::string& path) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  return absl::StrCat(srcdir != nullptr ? srcdir : ".", "/software_tpu/", path);
-}
-
-std::string TmpDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
+using tools::CommandResult;
+using tools::ReadFileOrEmpty;
+using tools::RunCommand;
+using tools::RunfilePath;
+using tools::ScratchDir;
 
 NpyArray FloatArray(std::vector<int64_t> shape, std::vector<float> values) {
   NpyArray a;
@@ -64,34 +55,18 @@ NpyArray IntArray(std::vector<int64_t> shape, std::vector<int32_t> values) {
 class TpuRunTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string port_file = absl::StrCat(TmpDir(), "/emulator_port");
-    std::remove(port_file.c_str());
-    absl::StatusOr<std::unique_ptr<e2e::Subprocess>> emulator =
-        e2e::Subprocess::Start(
-            {Runfile("tools/tpu_emulator/tpu_emulator"), "--port=0",
-             absl::StrCat("--port_file=", port_file)},
-            absl::StrCat(TmpDir(), "/emulator.out"),
-            absl::StrCat(TmpDir(), "/emulator.err"));
+    absl::StatusOr<std::unique_ptr<tools::ServerProcess>> emulator =
+        tools::ServerProcess::Start(
+            {RunfilePath("tools/tpu_emulator/tpu_emulator"), "--port=0"},
+            ScratchDir(), "emulator", absl::Seconds(30));
     ASSERT_TRUE(emulator.ok()) << emulator.status();
     emulator_ = emulator->release();
-    // The port file appears once the server listens; bounded wait.
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    int port = 0;
-    while (absl::Now() < deadline) {
-      std::string text(
-          absl::StripAsciiWhitespace(e2e::ReadFileOrEmpty(port_file)));
-      if (!text.empty() && absl::SimpleAtoi(text, &port) && port > 0) break;
-      ASSERT_FALSE(emulator_->Wait(absl::Milliseconds(20)).ok())
-          << "tpu_emulator exited: "
-          << e2e::ReadFileOrEmpty(absl::StrCat(TmpDir(), "/emulator.err"));
-    }
-    ASSERT_GT(port, 0) << "tpu_emulator wrote no port file";
-    target_ = new std::string(absl::StrCat("grpc://127.0.0.1:", port));
+    target_ = new std::string(absl::StrCat("grpc://", emulator_->address()));
   }
 
   static void TearDownTestSuite() {
     if (emulator_ != nullptr) {
-      emulator_->Stop(SIGTERM, absl::Seconds(10));
+      emulator_->process().Stop(SIGTERM, absl::Seconds(10));
       delete emulator_;
       emulator_ = nullptr;
     }
@@ -101,7 +76,7 @@ class TpuRunTest : public ::testing::Test {
 
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = absl::StrCat(TmpDir(), "/", info->name());
+    dir_ = absl::StrCat(ScratchDir(), "/", info->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -123,12 +98,12 @@ class TpuRunTest : public ::testing::Test {
   }
 
   std::string OutputBytes(int replica, int out) {
-    return e2e::ReadFileOrEmpty(
+    return ReadFileOrEmpty(
         absl::StrCat(dir_, "/out/replica_", replica, "/out_", out, ".npy"));
   }
 
   CommandResult Run(std::vector<std::string> flags) {
-    std::vector<std::string> argv = {Runfile("tools/tpu_run/tpu_run")};
+    std::vector<std::string> argv = {RunfilePath("tools/tpu_run/tpu_run")};
     argv.insert(argv.end(), flags.begin(), flags.end());
     absl::StatusOr<CommandResult> result = RunCommand(argv, absl::Seconds(120));
     EXPECT_TRUE(result.ok()) << result.status();
@@ -161,12 +136,12 @@ class TpuRunTest : public ::testing::Test {
     }
   }
 
-  static e2e::Subprocess* emulator_;
+  static tools::ServerProcess* emulator_;
   static std::string* target_;
   std::string dir_;
 };
 
-e2e::Subprocess* TpuRunTest::emulator_ = nullptr;
+tools::ServerProcess* TpuRunTest::emulator_ = nullptr;
 std::string* TpuRunTest::target_ = nullptr;
 
 TEST_F(TpuRunTest, MatmulBiasReluFromHloProto) {
@@ -286,10 +261,11 @@ TEST_F(TpuRunTest, CorpusModulesRunAsDumped) {
     std::vector<std::string> first_run;
     for (int run = 0; run < 2; ++run) {
       fs::remove_all(dir_ + "/out");
-      CommandResult result = Run(
-          {TargetFlag(),
-           absl::StrCat("--module=", Runfile("hlo/text/testdata/" + c.file)),
-           "--random_inputs", OutputsFlag()});
+      CommandResult result =
+          Run({TargetFlag(),
+               absl::StrCat("--module=",
+                            RunfilePath("hlo/text/testdata/" + c.file)),
+               "--random_inputs", OutputsFlag()});
       ASSERT_EQ(result.exit_code, 0) << result.err;
       for (size_t j = 0; j < c.output_shapes.size(); ++j) {
         const std::string bytes = OutputBytes(0, static_cast<int>(j));

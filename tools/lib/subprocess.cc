@@ -1,4 +1,4 @@
-#include "tests/e2e/subprocess.h"
+#include "tools/lib/subprocess.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -8,14 +8,18 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
-namespace tpu::e2e {
+namespace tpu::tools {
 namespace {
 
 int ExitCode(int status) {
@@ -26,9 +30,7 @@ int ExitCode(int status) {
 
 std::string TempPath(absl::string_view name) {
   static std::atomic<int> counter{0};
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir != nullptr ? dir : "/tmp", "/", name, "_", getpid(),
-                      "_", counter++);
+  return absl::StrCat(ScratchDir(), "/", name, "_", getpid(), "_", counter++);
 }
 
 }  // namespace
@@ -102,6 +104,64 @@ int Subprocess::Stop(int signal, absl::Duration timeout) {
   return code.ok() ? *code : -1;
 }
 
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
+    std::vector<std::string> argv, const std::string& dir,
+    const std::string& name, absl::Duration timeout) {
+  const std::string base = absl::StrCat(dir, "/", name);
+  const std::string port_file = base + ".port";
+  const std::string err_path = base + ".err";
+  std::remove(port_file.c_str());
+  argv.push_back(absl::StrCat("--port_file=", port_file));
+  absl::StatusOr<std::unique_ptr<Subprocess>> process =
+      Subprocess::Start(argv, base + ".out", err_path);
+  if (!process.ok()) return process.status();
+  // The port file appears once the server listens.
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    int port = 0;
+    const std::string text(
+        absl::StripAsciiWhitespace(ReadFileOrEmpty(port_file)));
+    if (absl::SimpleAtoi(text, &port) && port > 0) {
+      return std::unique_ptr<ServerProcess>(
+          new ServerProcess(*std::move(process), err_path, port));
+    }
+    if ((*process)->Wait(absl::Milliseconds(20)).ok()) {
+      return absl::UnavailableError(absl::StrCat(
+          argv[0], " (", name, ") exited early: ", ReadFileOrEmpty(err_path)));
+    }
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      argv[0], " (", name, ") wrote no port file within ",
+      absl::FormatDuration(timeout), ": ", ReadFileOrEmpty(err_path)));
+}
+
+std::string ServerProcess::address() const {
+  return absl::StrCat("127.0.0.1:", port_);
+}
+
+std::string ServerProcess::Stderr() const {
+  return ReadFileOrEmpty(stderr_path_);
+}
+
+void ServerProcess::Kill() { process_->Stop(SIGKILL, absl::Seconds(10)); }
+
+std::string RunfilePath(const std::string& path, const char* argv0) {
+  std::string root = ".";
+  if (const char* dir = std::getenv("TEST_SRCDIR"); dir != nullptr) {
+    root = dir;
+  } else if (const char* dir = std::getenv("RUNFILES_DIR"); dir != nullptr) {
+    root = dir;
+  } else if (argv0 != nullptr && *argv0 != '\0') {
+    root = absl::StrCat(argv0, ".runfiles");
+  }
+  return absl::StrCat(root, "/software_tpu/", path);
+}
+
+std::string ScratchDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
 std::string ReadFileOrEmpty(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream buffer;
@@ -132,4 +192,4 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   return result;
 }
 
-}  // namespace tpu::e2e
+}  // namespace tpu::tools
