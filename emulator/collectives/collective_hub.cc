@@ -102,14 +102,22 @@ CollectiveHub::CoreRecord* CollectiveHub::FindCore(int core) {
 
 absl::StatusOr<std::unique_ptr<Launch>> CollectiveHub::BeginLaunch(
     LaunchInfo info) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (FindCore(info.core) == nullptr) {
+      return absl::InternalError(
+          absl::StrCat("core ", info.core, " is not a core of this worker"));
+    }
+  }
+  // The barrier comes first: a launch it refuses is not numbered, so the
+  // cores' next launches of the program still meet.
+  if (options_.launch_barrier && info.assignment.size() > 1) {
+    if (absl::Status s = LaunchBarrier(info); !s.ok()) return s;
+  }
   int64_t number = 0;
   {
     absl::MutexLock lock(&mu_);
     CoreRecord* core = FindCore(info.core);
-    if (core == nullptr) {
-      return absl::InternalError(
-          absl::StrCat("core ", info.core, " is not a core of this worker"));
-    }
     const std::string count_key =
         absl::StrCat(info.client_id, "|", info.fingerprint, "|",
                      DevicesKey(info.assignment), "|", info.core);
@@ -119,13 +127,6 @@ absl::StatusOr<std::unique_ptr<Launch>> CollectiveHub::BeginLaunch(
     core->fingerprint = info.fingerprint;
     core->launch = number;
     core->client_id = info.client_id;
-  }
-  if (options_.launch_barrier && info.assignment.size() > 1) {
-    if (absl::Status s = LaunchBarrier(info); !s.ok()) {
-      absl::MutexLock lock(&mu_);
-      FindCore(info.core)->activity = tpu_emulator::CoreWait::IDLE;
-      return s;
-    }
   }
   return std::unique_ptr<Launch>(new Launch(this, std::move(info), number));
 }

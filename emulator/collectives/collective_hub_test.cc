@@ -12,98 +12,24 @@
 #include "emulator/interpreter/executable.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "emulator/collectives/collective_test_util.h"
 #include "hlo/text/hlo_parser.h"
 
 namespace tpu::emulator {
 namespace {
 
+using testing_util::Compile;
+using testing_util::HubOptions;
+using testing_util::Ints;
+using testing_util::RunLaunch;
+using testing_util::RunReplicated;
+using testing_util::S32;
 using interpreter::CompileOptions;
 using interpreter::DeviceAssignment;
 using interpreter::Executable;
 using interpreter::ExecutionContext;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::unique_ptr<Executable> Compile(const std::string& text, int replicas) {
-  absl::StatusOr<xla::HloModuleProto> module = hlo::ParseHloModule(text);
-  EXPECT_TRUE(module.ok()) << module.status();
-  CompileOptions options;
-  options.num_replicas = replicas;
-  absl::StatusOr<std::unique_ptr<Executable>> executable =
-      Executable::Compile(*module, options);
-  EXPECT_TRUE(executable.ok()) << executable.status();
-  return executable.ok() ? *std::move(executable) : nullptr;
-}
-
-CollectiveHubOptions HubOptions(int cores) {
-  CollectiveHubOptions options;
-  for (int c = 0; c < cores; ++c) options.cores.push_back(c);
-  options.report_waits_after = absl::ZeroDuration();
-  return options;
-}
-
-// Runs one launch of `executable` as `replica` on core `core`.
-absl::StatusOr<Literal> RunLaunch(const Executable& executable,
-                                  CollectiveHub& hub, int core, int replica,
-                                  const std::vector<int>& devices,
-                                  std::vector<Literal> arguments,
-                                  const std::string& program = "p",
-                                  const std::atomic<bool>* cancelled = nullptr) {
-  LaunchInfo info;
-  info.core = core;
-  info.client_id = 1;
-  info.program = program;
-  info.fingerprint = program;
-  info.assignment = devices;
-  info.cancelled = cancelled;
-  absl::StatusOr<std::unique_ptr<Launch>> launch = hub.BeginLaunch(info);
-  if (!launch.ok()) return launch.status();
-  DeviceAssignment assignment;
-  assignment.num_replicas = static_cast<int>(devices.size());
-  assignment.devices = devices;
-  ExecutionContext context;
-  context.replica_id = replica;
-  context.assignment = &assignment;
-  context.collectives = launch->get();
-  context.cancelled = cancelled;
-  return executable.Execute(std::move(arguments), context, nullptr);
-}
-
-// Runs every replica on its own thread (core r plays replica r); returns
-// the results in replica order.
-std::vector<Literal> RunReplicated(const std::string& text, int replicas,
-                                   const std::vector<Literal>& inputs) {
-  std::unique_ptr<Executable> executable = Compile(text, replicas);
-  if (executable == nullptr) return {};
-  CollectiveHub hub(HubOptions(replicas));
-  std::vector<int> devices;
-  for (int r = 0; r < replicas; ++r) devices.push_back(r);
-  std::vector<absl::StatusOr<Literal>> results(replicas, Literal());
-  std::vector<std::thread> threads;
-  // Start in reverse order: arrival order must not matter.
-  for (int r = replicas - 1; r >= 0; --r) {
-    threads.emplace_back([&, r] {
-      results[r] = RunLaunch(*executable, hub, r, r, devices, {inputs[r]});
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  std::vector<Literal> out;
-  for (auto& result : results) {
-    EXPECT_TRUE(result.ok()) << result.status();
-    out.push_back(result.ok() ? *std::move(result) : Literal());
-  }
-  return out;
-}
-
-Literal S32(std::vector<int64_t> dims, std::vector<int32_t> values) {
-  return Literal::FromVector<int32_t>(xla::S32, std::move(dims),
-                                      absl::MakeConstSpan(values));
-}
-
-std::vector<int32_t> Ints(const Literal& literal) {
-  auto data = literal.data<int32_t>();
-  return std::vector<int32_t>(data.begin(), data.end());
-}
 
 constexpr char kAdd[] = R"(
 add {

@@ -193,7 +193,7 @@ TEST_F(CollectivesE2ETest, EightReplicasReduceAndGatherExactly) {
 // 0: the client's deadline fires with the reference messages, the wait
 // report beside them names the cycle, and tpu_ctl shows the same.
 TEST_F(CollectivesE2ETest, HangIsReportedByTheClientAndByTpuCtl) {
-  StartWorker({"--report_waits_after=0"});
+  StartWorker({"--report_waits_after=200ms"});
   absl::Mutex mu;
   std::vector<std::string> warnings;
   client::ClientOptions options;
@@ -243,7 +243,10 @@ TEST_F(CollectivesE2ETest, HangIsReportedByTheClientAndByTpuCtl) {
   EXPECT_THAT(json->out, HasSubstr("\"kind\": \"all-reduce\", \"signature\": "
                                    "\"s32[1]\", \"group\": [0, 1], \"state\": "
                                    "\"waiting\""));
-  // The worker logged the report too (--report_waits_after=0 logs at once).
+  // The worker logged the report once the wait passed 200 ms.
+  EXPECT_THAT(worker_->Stderr(),
+              HasSubstr("a collective has waited more than 200ms for its "
+                        "peers:\ncore 0 (host 0): waiting program X"));
   // Closing the client releases both cores; the worker then serves anew.
   ReleaseDriverObjects();
   stuck.reset();
