@@ -1,0 +1,110 @@
+// The C++ TpuClient's figures that python_client_benchmark.py compares
+// softtpu against, measured the same way over the same local:// backend:
+//
+//   execute_us  <median microseconds per Execute of a scalar x + 1>
+//   transfer_gbps  <256 MiB FromLiteral + ToLiteral, GB/s of the one size>
+//
+// Run: bazel-bin/python/benchmarks/client_baseline [--rounds=N]
+// The malloc policy is left at glibc's defaults, as in a Python process.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/status/statusor.h"
+#include "client/tpu_buffer.h"
+#include "client/tpu_client.h"
+#include "client/tpu_executable.h"
+#include "hlo/literal.h"
+#include "hlo/text/hlo_parser.h"
+
+ABSL_FLAG(int, rounds, 5, "timed rounds per figure; the median is printed");
+ABSL_FLAG(int, executes, 2000, "executes per round");
+ABSL_FLAG(int64_t, transfer_bytes, int64_t{256} << 20, "bytes per transfer");
+
+namespace tpu::client {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kAddOne[] = R"(
+HloModule add_one
+ENTRY main {
+  x = f32[] parameter(0)
+  one = f32[] constant(1)
+  ROOT out = f32[] add(x, one)
+}
+)";
+
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+template <typename T>
+T OrDie(absl::StatusOr<T> value) {
+  if (!value.ok()) {
+    std::fprintf(stderr, "client_baseline: %s\n",
+                 value.status().ToString().c_str());
+    std::exit(1);
+  }
+  return *std::move(value);
+}
+
+double ExecuteMicroseconds(const std::shared_ptr<TpuClient>& client) {
+  auto executable = OrDie(TpuExecutable::Compile(
+      OrDie(hlo::ParseHloModule(kAddOne)), CompileOptions(), client));
+  auto x = OrDie(TpuBuffer::FromLiteral(
+      Literal::FromVector<float>(xla::F32, {}, {1.0f}), client, 0));
+  std::vector<TpuBuffer*> arguments = {x.get()};
+  const int executes = absl::GetFlag(FLAGS_executes);
+  for (int i = 0; i < executes / 10; ++i) OrDie(executable->Execute(arguments));
+  std::vector<double> rounds;
+  for (int r = 0; r < absl::GetFlag(FLAGS_rounds); ++r) {
+    const auto start = Clock::now();
+    for (int i = 0; i < executes; ++i) OrDie(executable->Execute(arguments));
+    rounds.push_back(Seconds(Clock::now() - start) / executes * 1e6);
+  }
+  return Median(rounds);
+}
+
+double TransferGigabytesPerSecond(const std::shared_ptr<TpuClient>& client) {
+  const int64_t bytes = absl::GetFlag(FLAGS_transfer_bytes);
+  Literal value = Literal::Zeros(Shape::Array(xla::F32, {bytes / 4}));
+  std::memset(value.mutable_untyped_data(), 1, bytes);
+  auto round_trip = [&] {
+    auto buffer = OrDie(TpuBuffer::FromLiteral(value, client, 0));
+    Literal back = OrDie(buffer->ToLiteral());
+    if (back.size_bytes() != bytes) std::exit(1);
+  };
+  // Two untimed rounds warm the allocators, as a long-running program is.
+  round_trip();
+  round_trip();
+  std::vector<double> rounds;
+  for (int r = 0; r < absl::GetFlag(FLAGS_rounds); ++r) {
+    const auto start = Clock::now();
+    round_trip();
+    rounds.push_back(bytes / Seconds(Clock::now() - start) / 1e9);
+  }
+  return Median(rounds);
+}
+
+}  // namespace
+}  // namespace tpu::client
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  auto client = tpu::client::OrDie(tpu::client::TpuClient::Get("local://"));
+  std::printf("execute_us %.2f\n", tpu::client::ExecuteMicroseconds(client));
+  std::printf("transfer_gbps %.3f\n",
+              tpu::client::TransferGigabytesPerSecond(client));
+  return 0;
+}

@@ -1,0 +1,109 @@
+"""softtpu against the C++ TpuClient it wraps, over local://, in one run.
+
+  bazel build //python:package //python/benchmarks:client_baseline
+  PYTHONPATH=bazel-bin/python/pkg /usr/bin/python3 \\
+      python/benchmarks/python_client_benchmark.py
+
+Figures (issue 15 goals):
+  execute overhead: median microseconds per executable.execute([x]) of a
+    scalar x + 1, against the C++ Execute; goal ratio <= 1.3.
+  transfer: buffer_from_pyval + to_py of 256 MiB, in GB/s of the one size,
+    against the C++ FromLiteral + ToLiteral; goal ratio >= 0.8.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import softtpu
+
+ADD_ONE = """
+HloModule add_one
+ENTRY main {
+  x = f32[] parameter(0)
+  one = f32[] constant(1)
+  ROOT out = f32[] add(x, one)
+}
+"""
+
+
+def execute_microseconds(executable, arguments, executes):
+    start = time.perf_counter()
+    for _ in range(executes):
+        executable.execute(arguments)
+    return (time.perf_counter() - start) / executes * 1e6
+
+
+def transfer_gbps(client, value):
+    start = time.perf_counter()
+    back = client.buffer_from_pyval(value).to_py()
+    elapsed = time.perf_counter() - start
+    assert back.nbytes == value.nbytes
+    return value.nbytes / elapsed / 1e9
+
+
+def cpp_figures(baseline, executes, size):
+    output = subprocess.run(
+        [baseline, "--rounds=1", f"--executes={executes}",
+         f"--transfer_bytes={size}"],
+        check=True, capture_output=True, text=True).stdout
+    return {name: float(value) for name, value in
+            (line.split() for line in output.splitlines())}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--baseline", default=os.path.join(
+        "bazel-bin", "python", "benchmarks", "client_baseline"))
+    parser.add_argument("--trials", type=int, default=9)
+    parser.add_argument("--executes", type=int, default=1000)
+    parser.add_argument("--transfer_mib", type=int, default=256)
+    args = parser.parse_args()
+    size = args.transfer_mib << 20
+
+    client = softtpu.TpuClient.Get("local://")
+    executable = client.compile(ADD_ONE)
+    arguments = [client.buffer_from_pyval(np.float32(1))]
+    value = np.ones(size // 4, np.float32)
+    # Untimed: warm the allocators and caches, as C++ does too.
+    execute_microseconds(executable, arguments, args.executes // 10)
+    transfer_gbps(client, value)
+    transfer_gbps(client, value)
+
+    # Python and C++ alternate, so load from other processes on the machine
+    # hits both sides of each ratio alike.
+    rows = []
+    for _ in range(args.trials):
+        py_execute = execute_microseconds(executable, arguments,
+                                          args.executes)
+        py_transfer = transfer_gbps(client, value)
+        cpp = cpp_figures(args.baseline, args.executes, size)
+        rows.append((py_execute, cpp["execute_us"], py_transfer,
+                     cpp["transfer_gbps"]))
+
+    def column(i):
+        return [row[i] for row in rows]
+
+    # The median ratio of paired trials, and the ratio of the best trials
+    # (the intrinsic cost, when other processes share the cores).
+    execute = (statistics.median(column(0)), statistics.median(column(1)),
+               statistics.median(r[0] / r[1] for r in rows),
+               min(column(0)) / min(column(1)))
+    transfer = (statistics.median(column(2)), statistics.median(column(3)),
+                statistics.median(r[2] / r[3] for r in rows),
+                max(column(2)) / max(column(3)))
+    print("execute: python %.1f us, C++ %.1f us; ratio %.2f median, %.2f "
+          "best (goal <= 1.3)" % execute)
+    print(f"transfer {args.transfer_mib} MiB: " +
+          "python %.2f GB/s, C++ %.2f GB/s; ratio %.2f median, %.2f best "
+          "(goal >= 0.8)" % transfer)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
