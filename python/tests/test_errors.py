@@ -54,6 +54,13 @@ def test_invalid_argument(tpu_backend):
     assert "bad device_id: 99" in error.message
 
 
+def test_invalid_argument_for_another_clients_device(tpu_backend):
+    other = softtpu.TpuClient.Get("local://")
+    error = _raises("INVALID_ARGUMENT", tpu_backend.buffer_from_pyval,
+                    np.zeros(2, np.float32), other.devices()[0])
+    assert error.message.startswith("Cannot copy value to device 'TPU_0")
+
+
 def test_invalid_argument_for_an_unknown_scheme():
     error = _raises("INVALID_ARGUMENT", softtpu.TpuClient.Get, "tcp://x:1")
     assert 'Unknown TPU driver scheme "tcp://"' in error.message
