@@ -5,7 +5,8 @@
 //   execute_cpu_us  <median CPU microseconds per Execute, all threads>
 //   transfer_gbps  <256 MiB FromLiteral + ToLiteral, GB/s of the one size>
 //
-// Run: bazel-bin/python/benchmarks/client_baseline [--rounds=N]
+// Run from the repository root:
+//   bazel-bin/python/benchmarks/client_baseline [--rounds=N]
 // The malloc policy is left at glibc's defaults, as in a Python process.
 
 #include <sys/resource.h>
@@ -23,8 +24,10 @@
 #include "client/tpu_client.h"
 #include "client/tpu_executable.h"
 #include "hlo/literal.h"
-#include "hlo/text/hlo_parser.h"
+#include "tools/tpu_run/module_file.h"
 
+ABSL_FLAG(std::string, module, "python/benchmarks/add_one.hlo",
+          "the program whose executes are timed: a scalar f32 x + 1");
 ABSL_FLAG(int, rounds, 5, "timed rounds per figure; the median is printed");
 ABSL_FLAG(int, executes, 2000, "executes per round");
 ABSL_FLAG(int64_t, transfer_bytes, int64_t{256} << 20, "bytes per transfer");
@@ -33,15 +36,6 @@ namespace tpu::client {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr char kAddOne[] = R"(
-HloModule add_one
-ENTRY main {
-  x = f32[] parameter(0)
-  one = f32[] constant(1)
-  ROOT out = f32[] add(x, one)
-}
-)";
 
 double Seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
@@ -77,8 +71,9 @@ struct ExecuteCost {
 };
 
 ExecuteCost ExecuteMicroseconds(const std::shared_ptr<TpuClient>& client) {
-  auto executable = OrDie(TpuExecutable::Compile(
-      OrDie(hlo::ParseHloModule(kAddOne)), CompileOptions(), client));
+  auto executable = OrDie(
+      TpuExecutable::Compile(OrDie(ReadModuleFile(absl::GetFlag(FLAGS_module))),
+                             CompileOptions(), client));
   auto x = OrDie(TpuBuffer::FromLiteral(
       Literal::FromVector<float>(xla::F32, {}, {1.0f}), client, 0));
   std::vector<TpuBuffer*> arguments = {x.get()};

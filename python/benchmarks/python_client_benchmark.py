@@ -25,14 +25,9 @@ import numpy as np
 
 import softtpu
 
-ADD_ONE = """
-HloModule add_one
-ENTRY main {
-  x = f32[] parameter(0)
-  one = f32[] constant(1)
-  ROOT out = f32[] add(x, one)
-}
-"""
+# The timed program, shared with the C++ side: a scalar f32 x + 1.
+ADD_ONE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                       "add_one.hlo")
 
 
 def _process_cpu_seconds():
@@ -60,7 +55,8 @@ def transfer_gbps(client, value):
 
 def cpp_figures(baseline, executes, size):
     output = subprocess.run(
-        [baseline, "--rounds=1", f"--executes={executes}",
+        [baseline, f"--module={ADD_ONE}", "--rounds=1",
+         f"--executes={executes}",
          f"--transfer_bytes={size}"],
         check=True, capture_output=True, text=True).stdout
     return {name: float(value) for name, value in
@@ -78,7 +74,8 @@ def main():
     size = args.transfer_mib << 20
 
     client = softtpu.TpuClient.Get("local://")
-    executable = client.compile(ADD_ONE)
+    with open(ADD_ONE) as f:
+        executable = client.compile(f.read())
     arguments = [client.buffer_from_pyval(np.float32(1))]
     value = np.ones(size // 4, np.float32)
     # Untimed: warm the allocators and caches, as C++ does too.
