@@ -13,7 +13,8 @@ _NOT_YET = ("softtpu.control is not connected to the worker's control "
 
 def connect(target):
     """A control connection to the worker at `target` (grpc://host:port)."""
-    raise TpuError("UNIMPLEMENTED", _NOT_YET.format(what=f"connect({target!r})"))
+    raise TpuError("UNIMPLEMENTED",
+                   _NOT_YET.format(what=f"connect({target!r})"))
 
 
 def wait_report(target):

@@ -16,7 +16,8 @@ ENTRY main {
   zero = f32[] constant(0)
   zeros = f32[4,8] broadcast(zero), dimensions={}
   relu = f32[4,8] maximum(hs, zeros)
-  o = f32[4,2] dot(relu, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  o = f32[4,2] dot(relu, w2), lhs_contracting_dims={1},
+      rhs_contracting_dims={0}
   ob = f32[4,2] broadcast(b2), dimensions={1}
   ROOT out = f32[4,2] add(o, ob)
 }
