@@ -246,7 +246,9 @@ absl::Status TpuExecutable::Await(const std::vector<Launched>& launched) const {
   return AwaitExecution(
       events, client->options().execute_warn_interval,
       client->options().execute_max_time,
-      [client](absl::string_view message) { client->Warn(message); });
+      [client](absl::string_view message) { client->Warn(message); },
+      client->options().wait_interrupt_check,
+      client->options().wait_interrupt_interval);
 }
 
 absl::StatusOr<std::vector<std::unique_ptr<TpuBuffer>>> TpuExecutable::Unpack(
