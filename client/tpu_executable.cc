@@ -253,7 +253,9 @@ absl::Status TpuExecutable::Await(const std::vector<Launched>& launched) const {
   };
   absl::Status status = AwaitExecution(
       events, client->options().execute_warn_interval,
-      client->options().execute_max_time, warn_with_report);
+      client->options().execute_max_time, warn_with_report,
+      client->options().wait_interrupt_check,
+      client->options().wait_interrupt_interval);
   if (absl::IsDeadlineExceeded(status)) {
     absl::StatusOr<std::string> report = client->driver()->DescribeWaits();
     if (report.ok()) client->Warn(absl::StrCat("Wait report:\n", *report));
