@@ -111,7 +111,7 @@ TEST_F(TpuBufferTest, FromHostBuffersReturnsTheMemoryOnFailure) {
             "TpuBuffer::FromHostBuffers got bad device_id: 9 "
             "(num_devices=4).");
   EXPECT_EQ(returned, 2);
-  EXPECT_EQ(driver_->live_allocations(), 0);
+  EXPECT_EQ(worker_->live_buffers(), 0);
 }
 
 TEST_F(TpuBufferTest, EmptyTupleReadsBackWithoutTransfers) {

@@ -101,13 +101,12 @@ std::string FormatWaitReport(const tpu_emulator::WaitReport& report) {
                     core.program(), " launch ", core.launch(), " (client ",
                     core.client_id(), ")");
     if (core.activity() == CoreWait::WAITING) {
-      absl::StrAppend(&out, " in ", core.kind(), " ", core.instruction(),
-                      " [", core.signature(), "] with group {",
-                      absl::StrJoin(core.group(), ","), "} for ",
-                      Since(core.since_unix_micros(), now), "\n",
-                      "  waiting for core",
-                      core.waiting_for_size() == 1 ? " " : "s ",
-                      absl::StrJoin(core.waiting_for(), ", "), "\n");
+      absl::StrAppend(
+          &out, " in ", core.kind(), " ", core.instruction(), " [",
+          core.signature(), "] with group {", absl::StrJoin(core.group(), ","),
+          "} for ", Since(core.since_unix_micros(), now), "\n",
+          "  waiting for core", core.waiting_for_size() == 1 ? " " : "s ",
+          absl::StrJoin(core.waiting_for(), ", "), "\n");
       for (const std::string& line : core.diagnosis()) {
         absl::StrAppend(&out, "    ", line, "\n");
       }
@@ -146,14 +145,12 @@ std::string WaitReportToJson(const tpu_emulator::WaitReport& report) {
     }
     for (const auto& r : core.history()) {
       history.push_back(absl::StrCat(
-          "{\"sequence\": ", r.sequence(),
-          ", \"program\": ", JsonString(r.program()),
-          ", \"launch\": ", r.launch(),
-          ", \"instruction\": ", JsonString(r.instruction()),
-          ", \"kind\": ", JsonString(r.kind()),
-          ", \"signature\": ", JsonString(r.signature()),
-          ", \"group\": ", JsonInts(r.group()),
-          ", \"state\": \"", r.done() ? "done" : "waiting",
+          "{\"sequence\": ", r.sequence(), ", \"program\": ",
+          JsonString(r.program()), ", \"launch\": ", r.launch(),
+          ", \"instruction\": ", JsonString(r.instruction()), ", \"kind\": ",
+          JsonString(r.kind()), ", \"signature\": ", JsonString(r.signature()),
+          ", \"group\": ", JsonInts(r.group()), ", \"state\": \"",
+          r.done() ? "done" : "waiting",
           "\", \"start_unix_micros\": ", r.start_unix_micros(),
           ", \"end_unix_micros\": ", r.end_unix_micros(), "}"));
     }
@@ -163,14 +160,12 @@ std::string WaitReportToJson(const tpu_emulator::WaitReport& report) {
         "\", \"program\": ", JsonString(core.program()),
         ", \"launch\": ", core.launch(), ", \"client\": ", core.client_id(),
         ", \"instruction\": ", JsonString(core.instruction()),
-        ", \"kind\": ", JsonString(core.kind()),
-        ", \"signature\": ", JsonString(core.signature()),
-        ", \"group\": ", JsonInts(core.group()),
+        ", \"kind\": ", JsonString(core.kind()), ", \"signature\": ",
+        JsonString(core.signature()), ", \"group\": ", JsonInts(core.group()),
         ", \"waiting_for\": ", JsonInts(core.waiting_for()),
         ", \"since_unix_micros\": ", core.since_unix_micros(),
-        ", \"diagnosis\": [", absl::StrJoin(diagnosis, ", "),
-        "], \"queued\": ", core.queued(), ", \"history\": [",
-        absl::StrJoin(history, ", "), "]}"));
+        ", \"diagnosis\": [", absl::StrJoin(diagnosis, ", "), "], \"queued\": ",
+        core.queued(), ", \"history\": [", absl::StrJoin(history, ", "), "]}"));
   }
   std::vector<std::string> cycles;
   for (const auto& cycle : report.cycles()) {
@@ -178,8 +173,7 @@ std::string WaitReportToJson(const tpu_emulator::WaitReport& report) {
   }
   return absl::StrCat("{\"taken_unix_micros\": ", report.taken_unix_micros(),
                       ", \"cores\": [", absl::StrJoin(cores, ", "),
-                      "], \"cycles\": [", absl::StrJoin(cycles, ", "),
-                      "]}\n");
+                      "], \"cycles\": [", absl::StrJoin(cycles, ", "), "]}\n");
 }
 
 }  // namespace tpu::wire

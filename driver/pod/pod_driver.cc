@@ -674,6 +674,16 @@ std::shared_ptr<Event> PodDriver::TransferFromDeviceToDevice(
               }));
 }
 
+// Unloading releases a pod handle as Deallocate does.
+std::shared_ptr<Event> PodDriver::UnloadProgram(
+    std::unique_ptr<LoadedProgramHandle> handle,
+    absl::Span<Event* const> wait_for) {
+  auto loaded = AsPodLoaded(handle.get(), "unload");
+  if (!loaded.ok()) return FailedEvent("UnloadProgram", loaded.status());
+  return ScheduleRelease("UnloadProgram", wait_for, (*loaded)->op(),
+                         &PodDriver::loaded_, &TpuDriver::UnloadProgram);
+}
+
 // ---------------------------------------------------------------------------
 // Teardown.
 

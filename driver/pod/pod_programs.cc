@@ -193,15 +193,6 @@ std::unique_ptr<LoadedProgramHandle> PodDriver::LoadProgram(
   return std::make_unique<PodLoadedProgramHandle>(this, std::move(op), core_id);
 }
 
-std::shared_ptr<Event> PodDriver::UnloadProgram(
-    std::unique_ptr<LoadedProgramHandle> handle,
-    absl::Span<Event* const> wait_for) {
-  auto loaded = AsPodLoaded(handle.get(), "unload");
-  if (!loaded.ok()) return FailedEvent("UnloadProgram", loaded.status());
-  return ScheduleRelease("UnloadProgram", wait_for, (*loaded)->op(),
-                         &PodDriver::loaded_, &TpuDriver::UnloadProgram);
-}
-
 std::shared_ptr<Event> PodDriver::ExecuteProgram(
     LoadedProgramHandle* program, absl::Span<BufferHandle* const> inputs,
     absl::Span<BufferHandle* const> outputs,

@@ -84,7 +84,8 @@ double MemcpySeconds(int64_t bytes) {
 
 void BM_AllReduce64MiB(benchmark::State& state) {
   const int64_t elements = (int64_t{64} << 20) / 4;
-  auto executable = Compile(absl::StrCat(R"(
+  auto executable = Compile(
+      absl::StrCat(R"(
 HloModule allreduce
 sum {
   a = f32[] parameter(0)
@@ -92,8 +93,10 @@ sum {
   ROOT r = f32[] add(a, b)
 }
 ENTRY e {
-  p = f32[)", elements, R"(] parameter(0)
-  ROOT s = f32[)", elements, R"(] all-reduce(p), replica_groups={}, to_apply=sum
+  p = f32[)",
+                   elements, R"(] parameter(0)
+  ROOT s = f32[)",
+                   elements, R"(] all-reduce(p), replica_groups={}, to_apply=sum
 })"));
   if (executable == nullptr) {
     state.SkipWithError("compile failed");
@@ -105,7 +108,8 @@ ENTRY e {
   for (int c = 0; c < kCores; ++c) {
     Literal input = Literal::Uninitialized(Shape::Array(xla::F32, {elements}));
     float* data = input.mutable_data<float>().data();
-    for (int64_t i = 0; i < elements; ++i) data[i] = static_cast<float>(c + i % 7);
+    for (int64_t i = 0; i < elements; ++i)
+      data[i] = static_cast<float>(c + i % 7);
     inputs.push_back(std::move(input));
   }
   CollectiveHubOptions options;
@@ -167,8 +171,8 @@ ENTRY e {
   std::vector<Literal> inputs;
   for (int c = 0; c < kCores; ++c) {
     const float v = static_cast<float>(c);
-    inputs.push_back(Literal::FromVector<float>(xla::F32, {},
-                                                absl::MakeConstSpan(&v, 1)));
+    inputs.push_back(
+        Literal::FromVector<float>(xla::F32, {}, absl::MakeConstSpan(&v, 1)));
   }
   CollectiveHubOptions options;
   for (int c = 0; c < kCores; ++c) options.cores.push_back(c);
@@ -180,8 +184,7 @@ ENTRY e {
     state.SetIterationTime(seconds);
     total += seconds;
   }
-  state.counters["us_per_collective"] =
-      total / state.iterations() / 1000 * 1e6;
+  state.counters["us_per_collective"] = total / state.iterations() / 1000 * 1e6;
 }
 BENCHMARK(BM_SmallAllReduceInLoop)
     ->UseManualTime()

@@ -5,9 +5,9 @@
 #include <optional>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/wait_report_text.h"
 
@@ -159,10 +159,10 @@ absl::StatusOr<Literal> CollectiveHub::Exchange(
   const std::string site =
       absl::StrCat(request.computation, "/", request.instruction);
   const int64_t occurrence = launch.occurrences_[site]++;
-  const std::string key = absl::StrCat(
-      info.client_id, "|", info.fingerprint, "|", DevicesKey(info.assignment),
-      "|", launch.number_,
-      "|", site, "|", occurrence, "|", DevicesKey(request.devices));
+  const std::string key =
+      absl::StrCat(info.client_id, "|", info.fingerprint, "|",
+                   DevicesKey(info.assignment), "|", launch.number_, "|", site,
+                   "|", occurrence, "|", DevicesKey(request.devices));
   const int n = static_cast<int>(request.devices.size());
 
   absl::MutexLock lock(&mu_);
@@ -219,8 +219,9 @@ absl::StatusOr<Literal> CollectiveHub::Exchange(
     absl::StatusOr<std::vector<Literal>> outputs = combine(all);
     mu_.Lock();
     if (outputs.ok() && static_cast<int>(outputs->size()) != n) {
-      outputs = absl::InternalError("a collective produced the wrong number "
-                                    "of outputs");
+      outputs = absl::InternalError(
+          "a collective produced the wrong number "
+          "of outputs");
     }
     meeting->status = outputs.status();
     if (outputs.ok()) meeting->outputs = *std::move(outputs);
@@ -228,8 +229,7 @@ absl::StatusOr<Literal> CollectiveHub::Exchange(
   } else {
     const std::atomic<bool>* cancelled = info.cancelled;
     auto ready = [&meeting, cancelled]() {
-      return meeting->done ||
-             (cancelled != nullptr && cancelled->load());
+      return meeting->done || (cancelled != nullptr && cancelled->load());
     };
     mu_.Await(absl::Condition(&ready));
   }
@@ -274,9 +274,9 @@ absl::Status CollectiveHub::LaunchBarrier(const LaunchInfo& info) {
   const int rank = static_cast<int>(
       std::find(devices.begin(), devices.end(), info.core) - devices.begin());
   if (rank >= n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "core ", info.core, " is not in the device assignment {",
-        DevicesKey(info.assignment), "}"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("core ", info.core, " is not in the device assignment {",
+                     DevicesKey(info.assignment), "}"));
   }
   const std::string set_key =
       absl::StrCat(info.client_id, "|barrier|", DevicesKey(devices));
@@ -293,8 +293,7 @@ absl::Status CollectiveHub::LaunchBarrier(const LaunchInfo& info) {
   ++barrier->arrived;
   const std::atomic<bool>* cancelled = info.cancelled;
   auto ready = [&barrier, n, cancelled]() {
-    return barrier->arrived == n ||
-           (cancelled != nullptr && cancelled->load());
+    return barrier->arrived == n || (cancelled != nullptr && cancelled->load());
   };
   mu_.Await(absl::Condition(&ready));
   if (barrier->arrived < n) {
@@ -314,11 +313,11 @@ absl::Status CollectiveHub::LaunchBarrier(const LaunchInfo& info) {
                                    program.substr(0, program.find('#'))));
   }
   if (same) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "launch barrier: the cores of device assignment {",
-      DevicesKey(info.assignment),
-      "} did not start the same program for the same launch: ",
-      absl::StrJoin(started, ", ")));
+  return absl::FailedPreconditionError(
+      absl::StrCat("launch barrier: the cores of device assignment {",
+                   DevicesKey(info.assignment),
+                   "} did not start the same program for the same launch: ",
+                   absl::StrJoin(started, ", ")));
 }
 
 tpu_emulator::WaitReport CollectiveHub::Report(int history) const {
@@ -395,8 +394,8 @@ std::string CollectiveHub::Diagnose(const Meeting& meeting, int missing) const {
     }
     case tpu_emulator::CoreWait::RUNNING:
       if (other->program != meeting.program) {
-        return absl::StrCat(who, "is running another program, ",
-                            other->program, " launch ", other->launch);
+        return absl::StrCat(who, "is running another program, ", other->program,
+                            " launch ", other->launch);
       }
       return absl::StrCat(who, "is running ", other->program, " launch ",
                           other->launch,
@@ -404,10 +403,9 @@ std::string CollectiveHub::Diagnose(const Meeting& meeting, int missing) const {
     case tpu_emulator::CoreWait::WAITING: {
       const Meeting* there = other->meeting.get();
       if (there == nullptr) break;
-      std::string what = absl::StrCat(who, "waits in ", there->program,
-                                      " launch ", there->launch, " at ",
-                                      there->kind, " ", there->instruction,
-                                      " [", there->signature, "]");
+      std::string what = absl::StrCat(
+          who, "waits in ", there->program, " launch ", there->launch, " at ",
+          there->kind, " ", there->instruction, " [", there->signature, "]");
       if (there->program != meeting.program) {
         absl::StrAppend(&what, ": a different program");
       } else if (there->launch != meeting.launch) {
@@ -436,7 +434,8 @@ void CollectiveHub::LogLongWaits() {
     bool report = false;
     {
       absl::MutexLock lock(&mu_);
-      auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
+      auto stop = [this]()
+                      ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
       mu_.AwaitWithTimeout(absl::Condition(&stop), period);
       if (stopping_) return;
       const absl::Time now = absl::Now();
@@ -452,8 +451,7 @@ void CollectiveHub::LogLongWaits() {
       std::cerr << "tpu_emulator: a collective has waited more than "
                 << absl::FormatDuration(options_.report_waits_after)
                 << " for its peers:\n"
-                << wire::FormatWaitReport(Report(/*history=*/0))
-                << std::flush;
+                << wire::FormatWaitReport(Report(/*history=*/0)) << std::flush;
     }
   }
 }

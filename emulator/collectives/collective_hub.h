@@ -6,12 +6,12 @@
 //
 // A launch is one execute of a program on one core. Each core's k-th launch
 // of a program by a client (same module fingerprint, same device assignment)
-// meets its peers' k-th launch by that client; within a launch, participants meet per instruction and
-// per execution of it (collectives in loops meet once per iteration) and per
-// group. A participant that never arrives leaves the others blocked, as on a
-// TPU: there is no timeout, only cancellation of the waiter's own client
-// (Close, Reset, worker shutdown). Every core blocks on its own thread, so a
-// hang never holds a thread that other cores or clients need.
+// meets its peers' k-th launch by that client; within a launch, participants
+// meet per instruction and per execution of it (collectives in loops meet once
+// per iteration) and per group. A participant that never arrives leaves the
+// others blocked, as on a TPU: there is no timeout, only cancellation of the
+// waiter's own client (Close, Reset, worker shutdown). Every core blocks on its
+// own thread, so a hang never holds a thread that other cores or clients need.
 //
 // The hub keeps, per core, what it runs or waits for and the last 1000
 // collectives it took part in, and builds the wait report from them: who
@@ -129,10 +129,9 @@ class CollectiveHub {
   struct CoreRecord;
   struct Barrier;
 
-  absl::StatusOr<Literal> Exchange(Launch& launch,
-                                   const interpreter::CollectiveRequest& request,
-                                   Literal contribution,
-                                   const interpreter::CollectiveCombine& combine);
+  absl::StatusOr<Literal> Exchange(
+      Launch& launch, const interpreter::CollectiveRequest& request,
+      Literal contribution, const interpreter::CollectiveCombine& combine);
   void EndLaunch(const Launch& launch);
   absl::Status LaunchBarrier(const LaunchInfo& info);
   CoreRecord* FindCore(int core) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

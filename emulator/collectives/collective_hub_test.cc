@@ -9,39 +9,29 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "emulator/collectives/collective_test_util.h"
 #include "emulator/interpreter/executable.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "emulator/collectives/collective_test_util.h"
 #include "hlo/text/hlo_parser.h"
 
 namespace tpu::emulator {
 namespace {
 
-using testing_util::Compile;
-using testing_util::HubOptions;
-using testing_util::Ints;
-using testing_util::RunLaunch;
-using testing_util::RunReplicated;
-using testing_util::S32;
 using interpreter::CompileOptions;
 using interpreter::DeviceAssignment;
 using interpreter::Executable;
 using interpreter::ExecutionContext;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-constexpr char kAdd[] = R"(
-add {
-  a = s32[] parameter(0)
-  b = s32[] parameter(1)
-  ROOT r = s32[] add(a, b)
-}
-)";
-
-std::string Module(const std::string& body) {
-  return absl::StrCat("HloModule m\n", kAdd, "\nENTRY e {\n", body, "\n}\n");
-}
+using testing_util::Compile;
+using testing_util::HubOptions;
+using testing_util::Ints;
+using testing_util::kAdd;
+using testing_util::ModuleWithAdd;
+using testing_util::RunLaunch;
+using testing_util::RunReplicated;
+using testing_util::S32;
 
 TEST(CollectiveHubTest, AllReduceSumsEveryReplica) {
   for (int n : {2, 4, 8}) {
@@ -52,9 +42,9 @@ TEST(CollectiveHubTest, AllReduceSumsEveryReplica) {
       total += r + 1;
     }
     std::vector<Literal> out = RunReplicated(
-        Module("p = s32[2] parameter(0)\n"
-               "ROOT a = s32[2] all-reduce(p), replica_groups={}, "
-               "to_apply=add"),
+        ModuleWithAdd("p = s32[2] parameter(0)\n"
+                      "ROOT a = s32[2] all-reduce(p), replica_groups={}, "
+                      "to_apply=add"),
         n, inputs);
     ASSERT_EQ(out.size(), n);
     for (int r = 0; r < n; ++r) {
@@ -70,8 +60,8 @@ TEST(CollectiveHubTest, FloatAllReduceFoldsInReplicaOrder) {
   const std::vector<float> values = {1e8f, 1.0f, -1e8f, 1.0f};
   std::vector<Literal> inputs;
   for (float v : values) {
-    inputs.push_back(Literal::FromVector<float>(xla::F32, {1},
-                                                absl::MakeConstSpan(&v, 1)));
+    inputs.push_back(
+        Literal::FromVector<float>(xla::F32, {1}, absl::MakeConstSpan(&v, 1)));
   }
   std::vector<Literal> out = RunReplicated(R"(
 HloModule m
@@ -95,11 +85,12 @@ TEST(CollectiveHubTest, ReplicaGroupsExplicitAndIota) {
   std::vector<Literal> inputs;
   for (int r = 0; r < 4; ++r) inputs.push_back(S32({1}, {1 << r}));
   for (const char* groups : {"{{0,1},{2,3}}", "[2,2]<=[4]"}) {
-    std::vector<Literal> out = RunReplicated(
-        Module(absl::StrCat("p = s32[1] parameter(0)\n"
-                            "ROOT a = s32[1] all-reduce(p), replica_groups=",
-                            groups, ", to_apply=add")),
-        4, inputs);
+    std::vector<Literal> out =
+        RunReplicated(ModuleWithAdd(absl::StrCat(
+                          "p = s32[1] parameter(0)\n"
+                          "ROOT a = s32[1] all-reduce(p), replica_groups=",
+                          groups, ", to_apply=add")),
+                      4, inputs);
     ASSERT_EQ(out.size(), 4u) << groups;
     EXPECT_THAT(Ints(out[0]), ElementsAre(3)) << groups;
     EXPECT_THAT(Ints(out[1]), ElementsAre(3)) << groups;
@@ -108,9 +99,9 @@ TEST(CollectiveHubTest, ReplicaGroupsExplicitAndIota) {
   }
   // [2,2]<=[2,2]T(1,0) is {{0,2},{1,3}}.
   std::vector<Literal> out = RunReplicated(
-      Module("p = s32[1] parameter(0)\n"
-             "ROOT a = s32[1] all-reduce(p), "
-             "replica_groups=[2,2]<=[2,2]T(1,0), to_apply=add"),
+      ModuleWithAdd("p = s32[1] parameter(0)\n"
+                    "ROOT a = s32[1] all-reduce(p), "
+                    "replica_groups=[2,2]<=[2,2]T(1,0), to_apply=add"),
       4, inputs);
   ASSERT_EQ(out.size(), 4u);
   EXPECT_THAT(Ints(out[0]), ElementsAre(5));
@@ -121,9 +112,9 @@ TEST(CollectiveHubTest, AllGatherConcatenatesInGroupOrder) {
   std::vector<Literal> inputs;
   for (int r = 0; r < 2; ++r) inputs.push_back(S32({2, 1}, {r, 10 + r}));
   std::vector<Literal> out = RunReplicated(
-      Module("p = s32[2,1] parameter(0)\n"
-             "ROOT g = s32[2,2] all-gather(p), dimensions={1}, "
-             "replica_groups={{1,0}}"),
+      ModuleWithAdd("p = s32[2,1] parameter(0)\n"
+                    "ROOT g = s32[2,2] all-gather(p), dimensions={1}, "
+                    "replica_groups={{1,0}}"),
       2, inputs);
   ASSERT_EQ(out.size(), 2u);
   // Group order {1,0}: replica 1's column first.
@@ -134,9 +125,9 @@ TEST(CollectiveHubTest, ReduceScatterGivesEachReplicaItsPart) {
   std::vector<Literal> inputs;
   for (int r = 0; r < 2; ++r) inputs.push_back(S32({4}, {1, 2, 3, 4 * r}));
   std::vector<Literal> out = RunReplicated(
-      Module("p = s32[4] parameter(0)\n"
-             "ROOT s = s32[2] reduce-scatter(p), dimensions={0}, "
-             "replica_groups={}, to_apply=add"),
+      ModuleWithAdd("p = s32[4] parameter(0)\n"
+                    "ROOT s = s32[2] reduce-scatter(p), dimensions={0}, "
+                    "replica_groups={}, to_apply=add"),
       2, inputs);
   ASSERT_EQ(out.size(), 2u);
   EXPECT_THAT(Ints(out[0]), ElementsAre(2, 4));
@@ -149,9 +140,9 @@ TEST(CollectiveHubTest, AllToAllExchangesChunks) {
     inputs.push_back(S32({4}, {10 * r, 10 * r + 1, 10 * r + 2, 10 * r + 3}));
   }
   std::vector<Literal> out = RunReplicated(
-      Module("p = s32[4] parameter(0)\n"
-             "ROOT t = s32[4] all-to-all(p), dimensions={0}, "
-             "replica_groups={}"),
+      ModuleWithAdd("p = s32[4] parameter(0)\n"
+                    "ROOT t = s32[4] all-to-all(p), dimensions={0}, "
+                    "replica_groups={}"),
       2, inputs);
   ASSERT_EQ(out.size(), 2u);
   EXPECT_THAT(Ints(out[0]), ElementsAre(0, 1, 10, 11));
@@ -162,11 +153,11 @@ TEST(CollectiveHubTest, CollectivePermuteCycleAndZerosForNoSource) {
   std::vector<Literal> inputs;
   for (int r = 0; r < 4; ++r) inputs.push_back(S32({1}, {r + 1}));
   // 0->1, 1->0 (a cycle), 2->2 (self); nobody sends to 3.
-  std::vector<Literal> out = RunReplicated(
-      Module("p = s32[1] parameter(0)\n"
-             "ROOT c = s32[1] collective-permute(p), "
-             "source_target_pairs={{0,1},{1,0},{2,2}}"),
-      4, inputs);
+  std::vector<Literal> out =
+      RunReplicated(ModuleWithAdd("p = s32[1] parameter(0)\n"
+                                  "ROOT c = s32[1] collective-permute(p), "
+                                  "source_target_pairs={{0,1},{1,0},{2,2}}"),
+                    4, inputs);
   ASSERT_EQ(out.size(), 4u);
   EXPECT_THAT(Ints(out[0]), ElementsAre(2));
   EXPECT_THAT(Ints(out[1]), ElementsAre(1));
@@ -177,7 +168,8 @@ TEST(CollectiveHubTest, CollectivePermuteCycleAndZerosForNoSource) {
 TEST(CollectiveHubTest, AllReduceInsideALoopMeetsPerIteration) {
   std::vector<Literal> inputs;
   for (int r = 0; r < 4; ++r) inputs.push_back(S32({}, {1}));
-  std::vector<Literal> out = RunReplicated(absl::StrCat("HloModule m\n", kAdd, R"(
+  std::vector<Literal> out =
+      RunReplicated(absl::StrCat("HloModule m\n", kAdd, R"(
 cond {
   s = (s32[], s32[]) parameter(0)
   i = s32[] get-tuple-element(s), index=0
@@ -202,17 +194,18 @@ ENTRY e {
   w = (s32[], s32[]) while(t), condition=cond, body=body
   ROOT v = s32[] get-tuple-element(w), index=1
 })"),
-                                           4, inputs);
+                    4, inputs);
   ASSERT_EQ(out.size(), 4u);
   // v -> (4v) mod 3 each step, from 1: 1, 1, ... (4 mod 3 = 1).
   for (const Literal& o : out) EXPECT_THAT(Ints(o), ElementsAre(1));
 }
 
 TEST(CollectiveHubTest, InvalidGroupsFailAtCompileNamingTheInstruction) {
-  absl::StatusOr<xla::HloModuleProto> module = hlo::ParseHloModule(
-      Module("p = s32[1] parameter(0)\n"
-             "ROOT a = s32[1] all-reduce(p), replica_groups={{0,1},{1,2}}, "
-             "to_apply=add"));
+  absl::StatusOr<xla::HloModuleProto> module =
+      hlo::ParseHloModule(ModuleWithAdd(
+          "p = s32[1] parameter(0)\n"
+          "ROOT a = s32[1] all-reduce(p), replica_groups={{0,1},{1,2}}, "
+          "to_apply=add"));
   ASSERT_TRUE(module.ok()) << module.status();
   CompileOptions options;
   options.num_replicas = 4;
@@ -228,9 +221,9 @@ TEST(CollectiveHubTest, InvalidGroupsFailAtCompileNamingTheInstruction) {
 // who waits for whom, and cancelling the client releases the waiter.
 TEST(CollectiveHubTest, MissingReplicaIsReportedUntilCancelled) {
   std::unique_ptr<Executable> executable =
-      Compile(Module("p = s32[1] parameter(0)\n"
-                     "ROOT a = s32[1] all-reduce(p), replica_groups={}, "
-                     "to_apply=add"),
+      Compile(ModuleWithAdd("p = s32[1] parameter(0)\n"
+                            "ROOT a = s32[1] all-reduce(p), replica_groups={}, "
+                            "to_apply=add"),
               2);
   ASSERT_NE(executable, nullptr);
   CollectiveHub hub(HubOptions(2));
@@ -267,7 +260,7 @@ TEST(CollectiveHubTest, MissingReplicaIsReportedUntilCancelled) {
 // Two programs launched in opposite orders on two cores: each core waits in
 // its first program for the other, which waits in the other program.
 TEST(CollectiveHubTest, OppositeLaunchOrdersFormAReportedCycle) {
-  const std::string text = Module(
+  const std::string text = ModuleWithAdd(
       "p = s32[1] parameter(0)\n"
       "ROOT a = s32[1] all-reduce(p), replica_groups={}, to_apply=add");
   std::unique_ptr<Executable> executable = Compile(text, 2);
@@ -303,7 +296,7 @@ TEST(CollectiveHubTest, OppositeLaunchOrdersFormAReportedCycle) {
 }
 
 TEST(CollectiveHubTest, LaunchBarrierFailsMismatchedLaunches) {
-  const std::string text = Module(
+  const std::string text = ModuleWithAdd(
       "p = s32[1] parameter(0)\n"
       "ROOT a = s32[1] all-reduce(p), replica_groups={}, to_apply=add");
   std::unique_ptr<Executable> executable = Compile(text, 2);

@@ -13,20 +13,9 @@ namespace {
 
 using ::testing::ElementsAre;
 using testing_util::Ints;
+using testing_util::ModuleWithAdd;
 using testing_util::RunReplicated;
 using testing_util::S32;
-
-constexpr char kAdd[] = R"(
-add {
-  a = s32[] parameter(0)
-  b = s32[] parameter(1)
-  ROOT r = s32[] add(a, b)
-}
-)";
-
-std::string Module(const std::string& body) {
-  return absl::StrCat("HloModule m\n", kAdd, "\nENTRY e {\n", body, "\n}\n");
-}
 
 std::vector<Literal> Iota2(int n) {
   std::vector<Literal> inputs;
@@ -36,16 +25,18 @@ std::vector<Literal> Iota2(int n) {
 
 TEST(CollectiveSemanticsTest, AsyncPairsComputeInStart) {
   std::vector<Literal> out = RunReplicated(
-      Module("p = s32[2] parameter(0)\n"
-             "ars = s32[2] all-reduce-start(p), replica_groups={}, "
-             "to_apply=add\n"
-             "ard = s32[2] all-reduce-done(ars)\n"
-             "ags = (s32[2], s32[4]) all-gather-start(ard), dimensions={0}, "
-             "replica_groups={}\n"
-             "agd = s32[4] all-gather-done(ags)\n"
-             "cps = (s32[4], s32[4], u32[], u32[]) "
-             "collective-permute-start(agd), source_target_pairs={{0,1}}\n"
-             "ROOT cpd = s32[4] collective-permute-done(cps)"),
+      ModuleWithAdd(
+          p = s32[2] parameter(0)\n
+          "
+          "ars = s32[2] all-reduce-start(p), replica_groups={}, "
+          "to_apply=add\n"
+          "ard = s32[2] all-reduce-done(ars)\n"
+          "ags = (s32[2], s32[4]) all-gather-start(ard), dimensions={0}, "
+          "replica_groups={}\n"
+          "agd = s32[4] all-gather-done(ags)\n"
+          "cps = (s32[4], s32[4], u32[], u32[]) "
+          "collective-permute-start(agd), source_target_pairs={{0,1}}\n"
+          "ROOT cpd = s32[4] collective-permute-done(cps)"),
       2, Iota2(2));
   ASSERT_EQ(out.size(), 2u);
   // all-reduce: {1, 10}; gathered: {1, 10, 1, 10}; only replica 1 receives.
@@ -54,11 +45,12 @@ TEST(CollectiveSemanticsTest, AsyncPairsComputeInStart) {
 }
 
 TEST(CollectiveSemanticsTest, BroadcastSendsTheFirstOfTheGroup) {
-  std::vector<Literal> out = RunReplicated(
-      Module("p = s32[2] parameter(0)\n"
-             "ROOT b = s32[2] collective-broadcast(p), "
-             "replica_groups={{1,0},{2,3}}"),
-      4, Iota2(4));
+  std::vector<Literal> out =
+      RunReplicated(ModuleWithAdd(p = s32[2] parameter(0)\n
+                                  "
+                                  "ROOT b = s32[2] collective-broadcast(p), "
+                                  "replica_groups={{1,0},{2,3}}"),
+                    4, Iota2(4));
   ASSERT_EQ(out.size(), 4u);
   EXPECT_THAT(Ints(out[0]), ElementsAre(1, 10));
   EXPECT_THAT(Ints(out[1]), ElementsAre(1, 10));
@@ -68,17 +60,19 @@ TEST(CollectiveSemanticsTest, BroadcastSendsTheFirstOfTheGroup) {
 
 TEST(CollectiveSemanticsTest, VariadicAllReduceAndTupleAllToAll) {
   std::vector<Literal> out = RunReplicated(
-      Module("p = s32[2] parameter(0)\n"
-             "s = s32[1] slice(p), slice={[0:1]}\n"
-             "t = s32[1] slice(p), slice={[1:2]}\n"
-             "ar = (s32[1], s32[1]) all-reduce(s, t), replica_groups={}, "
-             "to_apply=add\n"
-             "x = s32[1] get-tuple-element(ar), index=0\n"
-             "y = s32[1] get-tuple-element(ar), index=1\n"
-             "a2a = (s32[1], s32[1]) all-to-all(s, t), replica_groups={}\n"
-             "u = s32[1] get-tuple-element(a2a), index=0\n"
-             "v = s32[1] get-tuple-element(a2a), index=1\n"
-             "ROOT c = s32[4] concatenate(x, y, u, v), dimensions={0}"),
+      ModuleWithAdd(
+          p = s32[2] parameter(0)\n
+          "
+          "s = s32[1] slice(p), slice={[0:1]}\n"
+          "t = s32[1] slice(p), slice={[1:2]}\n"
+          "ar = (s32[1], s32[1]) all-reduce(s, t), replica_groups={}, "
+          "to_apply=add\n"
+          "x = s32[1] get-tuple-element(ar), index=0\n"
+          "y = s32[1] get-tuple-element(ar), index=1\n"
+          "a2a = (s32[1], s32[1]) all-to-all(s, t), replica_groups={}\n"
+          "u = s32[1] get-tuple-element(a2a), index=0\n"
+          "v = s32[1] get-tuple-element(a2a), index=1\n"
+          "ROOT c = s32[4] concatenate(x, y, u, v), dimensions={0}"),
       2, Iota2(2));
   ASSERT_EQ(out.size(), 2u);
   // Sums {1}, {10}; replica i receives operand i of each replica.
@@ -144,7 +138,8 @@ TEST(CollectiveSemanticsTest, ElementTypes) {
     std::vector<std::thread> threads;
     for (int r = 0; r < 2; ++r) {
       threads.emplace_back([&, r] {
-        results[r] = testing_util::RunLaunch(*executable, hub, r, r, {0, 1}, {});
+        results[r] =
+            testing_util::RunLaunch(*executable, hub, r, r, {0, 1}, {});
       });
     }
     for (auto& t : threads) t.join();
@@ -161,9 +156,10 @@ TEST(CollectiveSemanticsTest, DeviceListsFromProtos) {
   // 87), explicit and iota, as newer XLA serializes them.
   for (bool iota : {false, true}) {
     auto module = hlo::ParseHloModule(
-        Module("p = s32[1] parameter(0)\n"
-               "ROOT a = s32[1] all-reduce(p), replica_groups={}, "
-               "to_apply=add"));
+        ModuleWithAdd(p = s32[1] parameter(0)\n
+                      "
+                      "ROOT a = s32[1] all-reduce(p), replica_groups={}, "
+                      "to_apply=add"));
     ASSERT_TRUE(module.ok());
     for (auto& computation : *module->mutable_computations()) {
       for (auto& instruction : *computation.mutable_instructions()) {
@@ -197,8 +193,8 @@ TEST(CollectiveSemanticsTest, DeviceListsFromProtos) {
     std::vector<std::thread> threads;
     for (int r = 0; r < 4; ++r) {
       threads.emplace_back([&, r] {
-        results[r] = testing_util::RunLaunch(**executable, hub, r, r,
-                                             {0, 1, 2, 3}, {S32({1}, {1 << r})});
+        results[r] = testing_util::RunLaunch(
+            **executable, hub, r, r, {0, 1, 2, 3}, {S32({1}, {1 << r})});
       });
     }
     for (auto& t : threads) t.join();
@@ -215,19 +211,22 @@ TEST(CollectiveSemanticsTest, ChannelIdWithoutGlobalIdsIsCrossPartition) {
   // With one partition, a cross-partition all-to-all has every replica
   // alone in its group: the data stays where it is.
   std::vector<Literal> out = RunReplicated(
-      Module("p = s32[2] parameter(0)\n"
-             "ROOT t = s32[2] all-to-all(p), dimensions={0}, channel_id=1, "
-             "replica_groups={}"),
+      ModuleWithAdd(
+          p = s32[2] parameter(0)\n
+          "
+          "ROOT t = s32[2] all-to-all(p), dimensions={0}, channel_id=1, "
+          "replica_groups={}"),
       2, Iota2(2));
   ASSERT_EQ(out.size(), 2u);
   EXPECT_THAT(Ints(out[0]), ElementsAre(0, 0));
   EXPECT_THAT(Ints(out[1]), ElementsAre(1, 10));
   // Flattened ids with one partition are replica ids.
   out = RunReplicated(
-      Module("p = s32[2] parameter(0)\n"
-             "ROOT a = s32[2] all-reduce(p), channel_id=1, "
-             "use_global_device_ids=true, replica_groups={{0,1}}, "
-             "to_apply=add"),
+      ModuleWithAdd(p = s32[2] parameter(0)\n
+                    "
+                    "ROOT a = s32[2] all-reduce(p), channel_id=1, "
+                    "use_global_device_ids=true, replica_groups={{0,1}}, "
+                    "to_apply=add"),
       2, Iota2(2));
   ASSERT_EQ(out.size(), 2u);
   EXPECT_THAT(Ints(out[0]), ElementsAre(1, 10));

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "emulator/collectives/collective_hub.h"
 #include "emulator/interpreter/executable.h"
 #include "gtest/gtest.h"
@@ -22,7 +23,8 @@ using interpreter::DeviceAssignment;
 using interpreter::Executable;
 using interpreter::ExecutionContext;
 
-inline std::unique_ptr<Executable> Compile(const std::string& text, int replicas) {
+inline std::unique_ptr<Executable> Compile(const std::string& text,
+                                           int replicas) {
   absl::StatusOr<xla::HloModuleProto> module = hlo::ParseHloModule(text);
   EXPECT_TRUE(module.ok()) << module.status();
   CompileOptions options;
@@ -41,12 +43,11 @@ inline CollectiveHubOptions HubOptions(int cores) {
 }
 
 // Runs one launch of `executable` as `replica` on core `core`.
-inline absl::StatusOr<Literal> RunLaunch(const Executable& executable,
-                                  CollectiveHub& hub, int core, int replica,
-                                  const std::vector<int>& devices,
-                                  std::vector<Literal> arguments,
-                                  const std::string& program = "p",
-                                  const std::atomic<bool>* cancelled = nullptr) {
+inline absl::StatusOr<Literal> RunLaunch(
+    const Executable& executable, CollectiveHub& hub, int core, int replica,
+    const std::vector<int>& devices, std::vector<Literal> arguments,
+    const std::string& program = "p",
+    const std::atomic<bool>* cancelled = nullptr) {
   LaunchInfo info;
   info.core = core;
   info.client_id = 1;
@@ -70,7 +71,7 @@ inline absl::StatusOr<Literal> RunLaunch(const Executable& executable,
 // Runs every replica on its own thread (core r plays replica r); returns
 // the results in replica order.
 inline std::vector<Literal> RunReplicated(const std::string& text, int replicas,
-                                   const std::vector<Literal>& inputs) {
+                                          const std::vector<Literal>& inputs) {
   std::unique_ptr<Executable> executable = Compile(text, replicas);
   if (executable == nullptr) return {};
   CollectiveHub hub(HubOptions(replicas));
@@ -101,6 +102,20 @@ inline Literal S32(std::vector<int64_t> dims, std::vector<int32_t> values) {
 inline std::vector<int32_t> Ints(const Literal& literal) {
   auto data = literal.data<int32_t>();
   return std::vector<int32_t>(data.begin(), data.end());
+}
+
+// An s32 `add` computation, for reductions.
+inline constexpr char kAdd[] = R"(
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT r = s32[] add(a, b)
+}
+)";
+
+// A module with `add` and `body` as its entry computation.
+inline std::string ModuleWithAdd(const std::string& body) {
+  return absl::StrCat("HloModule m\n", kAdd, "\nENTRY e {\n", body, "\n}\n");
 }
 
 }  // namespace tpu::emulator::testing_util

@@ -24,8 +24,8 @@ void FoldTyped(const std::vector<const T*>& sources, T* out, int64_t n,
         const T* src = sources[k];
         // Each step rounds to T, as applying the HLO computation does.
         for (int64_t i = b; i < e; ++i) {
-          out[i] = static_cast<T>(Combine<kOp, C>(static_cast<C>(out[i]),
-                                                  static_cast<C>(src[i])));
+          out[i] = static_cast<T>(
+              Combine<kOp, C>(static_cast<C>(out[i]), static_cast<C>(src[i])));
         }
       }
     }
@@ -65,8 +65,8 @@ bool FoldRecognized(Red kind, const std::vector<const T*>& sources, T* out,
 // One scalar of `array` at flat index i, as its own literal.
 Literal ScalarAt(const Literal& array, int64_t i) {
   const int64_t width = ByteWidth(array.shape().element_type());
-  Literal scalar = Literal::Uninitialized(
-      Shape::Scalar(array.shape().element_type()));
+  Literal scalar =
+      Literal::Uninitialized(Shape::Scalar(array.shape().element_type()));
   std::memcpy(scalar.mutable_untyped_data(),
               static_cast<const char*>(array.untyped_data()) + i * width,
               width);
@@ -107,15 +107,15 @@ absl::StatusOr<Literal> ReduceLeaf(const std::vector<const Literal*>& sources,
           typed.push_back(static_cast<const T*>(source->untyped_data()));
         }
         return FoldRecognized<T>(reduction.kind, typed,
-                                 static_cast<T*>(out.mutable_untyped_data()),
-                                 n, device);
+                                 static_cast<T*>(out.mutable_untyped_data()), n,
+                                 device);
       },
       [] { return false; });
   if (done) return out;
   if (!reduction.reducer) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the reduction cannot combine ", PrimitiveTypeName(shape.element_type()),
-        " elements"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the reduction cannot combine ",
+                     PrimitiveTypeName(shape.element_type()), " elements"));
   }
   if (absl::Status s = FoldByCalling(sources, reduction.reducer, &out);
       !s.ok()) {
@@ -187,8 +187,8 @@ Literal ConcatenateAlong(const std::vector<const Literal*>& parts,
   Literal out = Literal::Uninitialized(
       Shape::Array(part_shape.element_type(), std::move(dims)));
   const AlongView view = ViewAlong(part_shape, dimension);
-  const int64_t row = view.extent * view.inner *
-                      ByteWidth(part_shape.element_type());
+  const int64_t row =
+      view.extent * view.inner * ByteWidth(part_shape.element_type());
   char* dst = static_cast<char*>(out.mutable_untyped_data());
   const int64_t pitch = row * static_cast<int64_t>(parts.size());
   for (size_t k = 0; k < parts.size(); ++k) {
@@ -207,8 +207,8 @@ Literal SliceAlong(const Literal& array, int64_t dimension, int64_t index,
   Literal out =
       Literal::Uninitialized(Shape::Array(shape.element_type(), dims));
   const AlongView view = ViewAlong(shape, dimension);
-  const int64_t row = dims[dimension] * view.inner *
-                      ByteWidth(shape.element_type());
+  const int64_t row =
+      dims[dimension] * view.inner * ByteWidth(shape.element_type());
   CopyRows(device, view.outer, row,
            static_cast<const char*>(array.untyped_data()) + index * row,
            row * count, static_cast<char*>(out.mutable_untyped_data()), row);
@@ -222,8 +222,8 @@ std::vector<Literal> AllToAllArrays(const std::vector<Literal>& contributions,
   const Shape& shape = contributions[0].shape();
   const AlongView view = ViewAlong(shape, dimension);
   // Each chunk is extent/n slices of `inner` elements.
-  const int64_t chunk = view.extent / n * view.inner *
-                        ByteWidth(shape.element_type());
+  const int64_t chunk =
+      view.extent / n * view.inner * ByteWidth(shape.element_type());
   std::vector<Literal> outputs;
   for (int64_t i = 0; i < n; ++i) {
     Literal out = Literal::Uninitialized(shape);

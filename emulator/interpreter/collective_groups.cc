@@ -52,8 +52,7 @@ std::string GroupsToString(const std::vector<std::vector<int64_t>>& groups) {
 // Replica ids must name existing replicas, once each, and (in the modes
 // whose ids are replica ids) every replica must be in some group: a replica
 // in no group would have no peers to meet, which XLA's verifier rejects.
-absl::Status CheckReplicaIds(const CollectiveGroups& groups,
-                             int num_replicas) {
+absl::Status CheckReplicaIds(const CollectiveGroups& groups, int num_replicas) {
   absl::flat_hash_set<int64_t> seen;
   for (const auto& group : groups.groups) {
     if (group.empty()) return Malformed("a replica group is empty");
@@ -151,8 +150,9 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ExpandIotaGroups(
   std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < sorted.size(); ++i) {
     if (sorted.size() != dims.size() || sorted[i] != static_cast<int64_t>(i)) {
-      return Malformed("iota transpose is not a permutation of the reshape "
-                       "dimensions");
+      return Malformed(
+          "iota transpose is not a permutation of the reshape "
+          "dimensions");
     }
   }
   // Element (i0..in) of the transposed array is element (j) of the iota with
@@ -164,7 +164,8 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ExpandIotaGroups(
   std::vector<std::vector<int64_t>> groups(num_groups);
   for (int64_t flat = 0; flat < total; ++flat) {
     int64_t value = 0;
-    for (size_t k = 0; k < perm.size(); ++k) value += index[k] * strides[perm[k]];
+    for (size_t k = 0; k < perm.size(); ++k)
+      value += index[k] * strides[perm[k]];
     groups[flat / per_group].push_back(value);
     for (int k = static_cast<int>(index.size()) - 1; k >= 0; --k) {
       if (++index[k] < out_dims[k]) break;
@@ -269,8 +270,7 @@ absl::StatusOr<Participants> ResolveParticipants(
       return Malformed(absl::StrCat(
           GroupModeName(groups.mode), " id ", id,
           " names no device of the launch's device assignment (",
-          assignment.num_replicas, " replicas x ", partitions,
-          " partitions)"));
+          assignment.num_replicas, " replicas x ", partitions, " partitions)"));
     }
     if (r == replica && p == partition) {
       result.rank = static_cast<int>(result.devices.size());

@@ -68,9 +68,9 @@ class CollectiveExecutor {
   // Blocks until every device of `request.devices` contributed to the same
   // meeting point, then returns this rank's output. Fails (and unblocks) when
   // the launch is cancelled, e.g. its client closed.
-  virtual absl::StatusOr<Literal> Exchange(const CollectiveRequest& request,
-                                           Literal contribution,
-                                           const CollectiveCombine& combine) = 0;
+  virtual absl::StatusOr<Literal> Exchange(
+      const CollectiveRequest& request, Literal contribution,
+      const CollectiveCombine& combine) = 0;
 };
 
 }  // namespace tpu::emulator::interpreter

@@ -85,8 +85,7 @@ class CollectiveKernel : public Kernel {
             ? AllInMode(spec_.groups.mode, assignment, execution.replica_id,
                         execution.partition_id)
             : ResolveParticipants(spec_.groups, assignment,
-                                  execution.replica_id,
-                                  execution.partition_id);
+                                  execution.replica_id, execution.partition_id);
     if (!participants.ok()) return participants.status();
     if (absl::Status s = CheckGroupSize(participants->devices.size());
         !s.ok()) {
@@ -96,7 +95,8 @@ class CollectiveKernel : public Kernel {
     Literal contribution;
     if (spec_.variadic) {
       std::vector<Literal> elements;
-      for (const Operand& operand : operands) elements.push_back(*operand.value);
+      for (const Operand& operand : operands)
+        elements.push_back(*operand.value);
       contribution = Literal::Tuple(std::move(elements));
     } else {
       contribution = *operands[0].value;
@@ -111,8 +111,8 @@ class CollectiveKernel : public Kernel {
 
     const std::vector<int64_t> ids = participants->ids;
     const Eigen::ThreadPoolDevice* device = context.device();
-    CollectiveCombine combine =
-        [this, ids, device, &context](const std::vector<Literal>& all)
+    CollectiveCombine combine = [this, ids, device,
+                                 &context](const std::vector<Literal>& all)
         -> absl::StatusOr<std::vector<Literal>> {
       return Combine(all, ids, device, context);
     };
@@ -261,8 +261,9 @@ class CollectiveKernel : public Kernel {
     return Literal::Tuple(std::move(elements));
   }
 
-  std::vector<Literal> ScatterParts(const Literal& reduced, size_t n,
-                                    const Eigen::ThreadPoolDevice* device) const {
+  std::vector<Literal> ScatterParts(
+      const Literal& reduced, size_t n,
+      const Eigen::ThreadPoolDevice* device) const {
     std::vector<Literal> outputs;
     for (size_t r = 0; r < n; ++r) {
       if (!reduced.shape().IsTuple()) {
@@ -306,8 +307,8 @@ absl::StatusOr<Kind> KindOf(const std::string& opcode) {
 absl::Status ReadReduction(const HloInstruction& instruction,
                            KernelCompiler& compiler, Spec* spec) {
   if (instruction.called_computations().size() != 1) {
-    return Malformed(absl::StrCat(instruction.opcode(),
-                                  " needs one reduction computation (to_apply)"));
+    return Malformed(absl::StrCat(
+        instruction.opcode(), " needs one reduction computation (to_apply)"));
   }
   const HloComputation& to_apply = *instruction.called_computations()[0];
   spec->reduction = MatchReducer(to_apply);
@@ -326,9 +327,9 @@ absl::Status ReadPairs(const HloInstruction& instruction, int num_replicas,
        instruction.proto().source_target_pairs()) {
     for (int64_t id : {pair.source(), pair.target()}) {
       if (id < 0 || (replica_ids && id >= num_replicas)) {
-        return Malformed(absl::StrCat(
-            "source_target_pairs name replica ", id,
-            " but the program is compiled for ", num_replicas, " replicas"));
+        return Malformed(absl::StrCat("source_target_pairs name replica ", id,
+                                      " but the program is compiled for ",
+                                      num_replicas, " replicas"));
       }
     }
     if (!targets.insert(pair.target()).second) {
@@ -372,8 +373,7 @@ absl::Status ReadShapes(const HloInstruction& instruction, Spec* spec) {
   }
   const bool tuple_all_to_all =
       spec->kind == Kind::kAllToAll && spec->dimension < 0;
-  if (!tuple_all_to_all && spec->variadic !=
-                               spec->output.IsTuple()) {
+  if (!tuple_all_to_all && spec->variadic != spec->output.IsTuple()) {
     return Malformed(absl::StrCat(
         instruction.opcode(), " with ", instruction.operand_count(),
         " operands cannot produce ", spec->output.ToString()));
@@ -407,8 +407,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileCollective(
   const auto& dims = instruction.proto().dimensions();
   if (spec.kind == Kind::kAllGather || spec.kind == Kind::kReduceScatter) {
     if (dims.size() != 1) {
-      return Malformed(absl::StrCat(instruction.opcode(),
-                                    " needs exactly one dimension"));
+      return Malformed(
+          absl::StrCat(instruction.opcode(), " needs exactly one dimension"));
     }
     spec.dimension = dims[0];
   } else if (spec.kind == Kind::kAllToAll && !dims.empty()) {
@@ -425,14 +425,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileCollective(
           "collective-permute with more than one operand (the in-place "
           "form with slices) is not supported");
     }
-    if (absl::Status s = ReadPairs(instruction, num_replicas, &spec);
-        !s.ok()) {
+    if (absl::Status s = ReadPairs(instruction, num_replicas, &spec); !s.ok()) {
       return s;
     }
   }
   if (spec.kind == Kind::kAllReduce || spec.kind == Kind::kReduceScatter) {
-    if (absl::Status s = ReadReduction(instruction, compiler, &spec);
-        !s.ok()) {
+    if (absl::Status s = ReadReduction(instruction, compiler, &spec); !s.ok()) {
       return s;
     }
   }
@@ -447,17 +445,19 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileCollectiveDone(
   if (absl::Status s = ExpectOperands(instruction, 1); !s.ok()) return s;
   const Shape& operand = instruction.operand(0)->shape();
   if (operand == instruction.shape()) {
-    return MakeKernel([](KernelContext&, absl::Span<const Operand> operands)
-                          -> absl::StatusOr<Literal> {
-      return *operands[0].value;
-    });
+    return MakeKernel(
+        [](KernelContext&,
+           absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+          return *operands[0].value;
+        });
   }
   if (operand.IsTuple() && operand.tuple_size() >= 2 &&
       operand.tuple_shapes()[1] == instruction.shape()) {
-    return MakeKernel([](KernelContext&, absl::Span<const Operand> operands)
-                          -> absl::StatusOr<Literal> {
-      return operands[0].value->element(1);
-    });
+    return MakeKernel(
+        [](KernelContext&,
+           absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+          return operands[0].value->element(1);
+        });
   }
   return Malformed(absl::StrCat(instruction.opcode(), " of ",
                                 operand.ToString(), " cannot produce ",

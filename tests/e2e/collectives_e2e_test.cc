@@ -70,8 +70,7 @@ class CollectivesE2ETest : public ::testing::Test {
     argv.insert(argv.end(), flags.begin(), flags.end());
     const std::string name =
         ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    auto worker =
-        tools::ServerProcess::Start(argv, tools::ScratchDir(), name);
+    auto worker = tools::ServerProcess::Start(argv, tools::ScratchDir(), name);
     ASSERT_TRUE(worker.ok()) << worker.status();
     worker_ = *std::move(worker);
   }
@@ -86,8 +85,9 @@ class CollectivesE2ETest : public ::testing::Test {
   // Launches one replica of a two-replica `program` (replicas on cores 0
   // and 1) on `core` only, through the driver: the core then waits in its
   // all-reduce for the other one.
-  std::shared_ptr<driver::Event> LaunchOneReplica(
-      client::TpuClient& client, const std::string& program, int core = 0) {
+  std::shared_ptr<driver::Event> LaunchOneReplica(client::TpuClient& client,
+                                                  const std::string& program,
+                                                  int core = 0) {
     driver::TpuDriver* driver = client.driver();
     auto module = hlo::ParseHloModule(program);
     EXPECT_TRUE(module.ok()) << module.status();
@@ -96,13 +96,13 @@ class CollectivesE2ETest : public ::testing::Test {
     compiled_.push_back(driver->CompileProgram(proto, 2, {}));
     loaded_.push_back(driver->LoadProgram(core, compiled_.back().get(), {}));
     const xla::ShapeProto shape = Shape::Array(xla::S32, {1}).ToProto();
-    buffers_.push_back(driver->Allocate(core, tpu_driver::MemoryRegion::HBM,
-                                        shape, {}));
+    buffers_.push_back(
+        driver->Allocate(core, tpu_driver::MemoryRegion::HBM, shape, {}));
     driver::BufferHandle* input = buffers_.back().get();
     static const int32_t kOne = 1;
     events_.push_back(driver->TransferToDevice(&kOne, input, {}));
-    buffers_.push_back(driver->Allocate(core, tpu_driver::MemoryRegion::HBM,
-                                        shape, {}));
+    buffers_.push_back(
+        driver->Allocate(core, tpu_driver::MemoryRegion::HBM, shape, {}));
     xla::DeviceAssignmentProto assignment;
     assignment.set_replica_count(2);
     assignment.set_computation_count(1);
@@ -210,7 +210,8 @@ TEST_F(CollectivesE2ETest, HangIsReportedByTheClientAndByTpuCtl) {
 
   absl::Status status = RunBothReplicas(client, MeetingProgram("P"));
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
-  EXPECT_EQ(status.message(), "TPU program took more than 1 seconds to complete.");
+  EXPECT_EQ(status.message(),
+            "TPU program took more than 1 seconds to complete.");
   {
     absl::MutexLock lock(&mu);
     ASSERT_GE(warnings.size(), 2u);
@@ -220,11 +221,13 @@ TEST_F(CollectivesE2ETest, HangIsReportedByTheClientAndByTpuCtl) {
     EXPECT_THAT(warnings.back(), HasSubstr("Wait report:\n"));
     EXPECT_THAT(warnings.back(),
                 HasSubstr("core 0 (host 0): waiting program X launch 0"));
-    EXPECT_THAT(warnings.back(),
-                HasSubstr("core 1 waits in P launch 0 at all-reduce s [s32[1]]: "
-                          "a different program"));
-    EXPECT_THAT(warnings.back(),
-                HasSubstr("deadlock: core 0 waits for core 1 waits for core 0"));
+    EXPECT_THAT(
+        warnings.back(),
+        HasSubstr("core 1 waits in P launch 0 at all-reduce s [s32[1]]: "
+                  "a different program"));
+    EXPECT_THAT(
+        warnings.back(),
+        HasSubstr("deadlock: core 0 waits for core 1 waits for core 0"));
   }
 
   auto text = TpuCtl({"waits"});

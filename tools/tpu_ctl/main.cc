@@ -34,8 +34,9 @@ ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10),
 namespace {
 
 int Usage(const std::string& message) {
-  fprintf(stderr, "tpu_ctl: %s\nUsage: tpu_ctl --target=HOST:PORT waits "
-                  "[--format=text|json] [--history=N]\n",
+  fprintf(stderr,
+          "tpu_ctl: %s\nUsage: tpu_ctl --target=HOST:PORT waits "
+          "[--format=text|json] [--history=N]\n",
           message.c_str());
   return 2;
 }
@@ -43,12 +44,13 @@ int Usage(const std::string& message) {
 int Waits(tpu_emulator::Control::Stub& stub, const std::string& target) {
   const std::string format = absl::GetFlag(FLAGS_format);
   if (format != "text" && format != "json") {
-    return Usage(absl::StrCat("--format must be text or json, not '", format,
-                              "'"));
+    return Usage(
+        absl::StrCat("--format must be text or json, not '", format, "'"));
   }
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_timeout)));
+  context.set_deadline(
+      std::chrono::system_clock::now() +
+      absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_timeout)));
   tpu_emulator::GetWaitReportRequest request;
   request.set_history(absl::GetFlag(FLAGS_history));
   tpu_emulator::WaitReport report;
@@ -60,8 +62,9 @@ int Waits(tpu_emulator::Control::Stub& stub, const std::string& target) {
             target.c_str(), status.error_message().c_str());
     return 1;
   }
-  const std::string text = format == "json" ? tpu::wire::WaitReportToJson(report)
-                                            : tpu::wire::FormatWaitReport(report);
+  const std::string text = format == "json"
+                               ? tpu::wire::WaitReportToJson(report)
+                               : tpu::wire::FormatWaitReport(report);
   fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }
