@@ -26,8 +26,7 @@ std::vector<Literal> Iota2(int n) {
 TEST(CollectiveSemanticsTest, AsyncPairsComputeInStart) {
   std::vector<Literal> out = RunReplicated(
       ModuleWithAdd(
-          p = s32[2] parameter(0)\n
-          "
+          "p = s32[2] parameter(0)\n"
           "ars = s32[2] all-reduce-start(p), replica_groups={}, "
           "to_apply=add\n"
           "ard = s32[2] all-reduce-done(ars)\n"
@@ -46,8 +45,7 @@ TEST(CollectiveSemanticsTest, AsyncPairsComputeInStart) {
 
 TEST(CollectiveSemanticsTest, BroadcastSendsTheFirstOfTheGroup) {
   std::vector<Literal> out =
-      RunReplicated(ModuleWithAdd(p = s32[2] parameter(0)\n
-                                  "
+      RunReplicated(ModuleWithAdd("p = s32[2] parameter(0)\n"
                                   "ROOT b = s32[2] collective-broadcast(p), "
                                   "replica_groups={{1,0},{2,3}}"),
                     4, Iota2(4));
@@ -61,8 +59,7 @@ TEST(CollectiveSemanticsTest, BroadcastSendsTheFirstOfTheGroup) {
 TEST(CollectiveSemanticsTest, VariadicAllReduceAndTupleAllToAll) {
   std::vector<Literal> out = RunReplicated(
       ModuleWithAdd(
-          p = s32[2] parameter(0)\n
-          "
+          "p = s32[2] parameter(0)\n"
           "s = s32[1] slice(p), slice={[0:1]}\n"
           "t = s32[1] slice(p), slice={[1:2]}\n"
           "ar = (s32[1], s32[1]) all-reduce(s, t), replica_groups={}, "
@@ -156,8 +153,7 @@ TEST(CollectiveSemanticsTest, DeviceListsFromProtos) {
   // 87), explicit and iota, as newer XLA serializes them.
   for (bool iota : {false, true}) {
     auto module = hlo::ParseHloModule(
-        ModuleWithAdd(p = s32[1] parameter(0)\n
-                      "
+        ModuleWithAdd("p = s32[1] parameter(0)\n"
                       "ROOT a = s32[1] all-reduce(p), replica_groups={}, "
                       "to_apply=add"));
     ASSERT_TRUE(module.ok());
@@ -212,8 +208,7 @@ TEST(CollectiveSemanticsTest, ChannelIdWithoutGlobalIdsIsCrossPartition) {
   // alone in its group: the data stays where it is.
   std::vector<Literal> out = RunReplicated(
       ModuleWithAdd(
-          p = s32[2] parameter(0)\n
-          "
+          "p = s32[2] parameter(0)\n"
           "ROOT t = s32[2] all-to-all(p), dimensions={0}, channel_id=1, "
           "replica_groups={}"),
       2, Iota2(2));
@@ -222,8 +217,7 @@ TEST(CollectiveSemanticsTest, ChannelIdWithoutGlobalIdsIsCrossPartition) {
   EXPECT_THAT(Ints(out[1]), ElementsAre(1, 10));
   // Flattened ids with one partition are replica ids.
   out = RunReplicated(
-      ModuleWithAdd(p = s32[2] parameter(0)\n
-                    "
+      ModuleWithAdd("p = s32[2] parameter(0)\n"
                     "ROOT a = s32[2] all-reduce(p), channel_id=1, "
                     "use_global_device_ids=true, replica_groups={{0,1}}, "
                     "to_apply=add"),
