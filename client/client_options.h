@@ -7,6 +7,7 @@
 
 #include <functional>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
@@ -37,6 +38,14 @@ struct ClientOptions {
   // Receives each warning line (without a trailing newline). Null: the line
   // goes to stderr. May run on any thread that waits for a program.
   std::function<void(absl::string_view)> warning_handler;
+
+  // Polled about every wait_interrupt_interval by a thread waiting in
+  // Execute or ExecutePerReplica, on that thread; its first non-OK status
+  // ends the wait with that status, leaving the programs running as
+  // execute_max_time does. Null: only the deadline ends a wait. Language
+  // bindings use it so that Ctrl-C interrupts a hanging program.
+  std::function<absl::Status()> wait_interrupt_check;
+  absl::Duration wait_interrupt_interval = absl::Milliseconds(100);
 
   // Threads that launch replicas in ExecutePerReplica; 0 means one per local
   // device, so every replica is launched in parallel.

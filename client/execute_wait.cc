@@ -30,7 +30,9 @@ absl::Status ExecuteDeadlineExceeded(absl::Duration max_time) {
 absl::Status AwaitExecution(
     const std::vector<std::shared_ptr<driver::Event>>& events,
     absl::Duration warn_interval, absl::Duration max_time,
-    const std::function<void(absl::string_view)>& warn) {
+    const std::function<void(absl::string_view)>& warn,
+    const std::function<absl::Status()>& interrupted,
+    absl::Duration interrupt_interval) {
   auto state = std::make_shared<WaitState>();
   {
     absl::MutexLock lock(&state->mu);
@@ -51,15 +53,25 @@ absl::Status AwaitExecution(
   // A non-positive interval would warn in a tight loop; treat it as "never".
   const bool warnings_enabled = warn_interval > absl::ZeroDuration();
   absl::Time next_warning = start + warn_interval;
+  // A non-positive interval would poll in a tight loop.
+  interrupt_interval = std::max(interrupt_interval, absl::Milliseconds(1));
 
   absl::MutexLock lock(&state->mu);
   const absl::Condition done(state.get(), &WaitState::Done);
   while (!state->Done()) {
     const absl::Time now = absl::Now();
     if (now >= deadline) return ExecuteDeadlineExceeded(max_time);
-    const absl::Time wake =
+    absl::Time wake =
         warnings_enabled ? std::min(deadline, next_warning) : deadline;
+    if (interrupted) wake = std::min(wake, now + interrupt_interval);
     if (state->mu.AwaitWithDeadline(done, wake)) break;
+    if (interrupted) {
+      // Outside the lock: the check may take a language runtime's lock.
+      state->mu.Unlock();
+      absl::Status status = interrupted();
+      state->mu.Lock();
+      if (!status.ok()) return status;
+    }
     if (warnings_enabled && absl::Now() >= next_warning) {
       // Warn outside the lock: the handler may be slow (stderr).
       state->mu.Unlock();

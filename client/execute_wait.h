@@ -9,6 +9,9 @@
 //   after `max_time`, the wait gives up with DEADLINE_EXCEEDED
 //     "TPU program took more than N seconds to complete."
 //   (N is max_time in whole seconds, truncated, as the reference prints it).
+// A caller may also end the wait early: `interrupted`, when set, is polled on
+// the waiting thread every `interrupt_interval`, and its first non-OK status
+// ends the wait (a language binding turns Ctrl-C into one).
 //
 // Thread safety: the function is reentrant. Events may complete on any thread
 // at any time, also after the wait gave up.
@@ -34,12 +37,16 @@ absl::Status ExecuteDeadlineExceeded(absl::Duration max_time);
 // Waits for every event in `events` (one per launched replica) under one
 // deadline. Returns OK if all succeeded, else the failure of the lowest-index
 // failed event (the reference reports the first failing replica), or
-// DEADLINE_EXCEEDED if they are not all done after `max_time`.
+// DEADLINE_EXCEEDED if they are not all done after `max_time`, or the first
+// non-OK status `interrupted` returns. As after a deadline, an interrupted
+// wait leaves the programs running.
 // REQUIRES: every element of `events` is non-null.
 absl::Status AwaitExecution(
     const std::vector<std::shared_ptr<driver::Event>>& events,
     absl::Duration warn_interval, absl::Duration max_time,
-    const std::function<void(absl::string_view)>& warn);
+    const std::function<void(absl::string_view)>& warn,
+    const std::function<absl::Status()>& interrupted = nullptr,
+    absl::Duration interrupt_interval = absl::Milliseconds(100));
 
 }  // namespace tpu::client
 

@@ -94,5 +94,34 @@ TEST(AwaitExecutionTest, NoWarningWhenMaxTimeIsShorterThanTheInterval) {
   EXPECT_TRUE(warnings.lines.empty());
 }
 
+TEST(AwaitExecutionTest, InterruptCheckEndsTheWaitWithItsStatus) {
+  auto never = std::make_shared<ManualEvent>();
+  int polls = 0;
+  absl::Status status = AwaitExecution(
+      {never}, absl::Seconds(10), absl::Seconds(120), {},
+      [&polls]() {
+        return ++polls < 3 ? absl::OkStatus()
+                           : absl::CancelledError("interrupted by the user");
+      },
+      absl::Milliseconds(1));
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(status.message(), "interrupted by the user");
+  EXPECT_EQ(polls, 3);
+  never->Complete(absl::OkStatus());
+}
+
+TEST(AwaitExecutionTest, InterruptCheckIsNotNeededForCompletedEvents) {
+  auto ok = std::make_shared<ManualEvent>();
+  ok->Complete(absl::OkStatus());
+  int polls = 0;
+  EXPECT_TRUE(AwaitExecution({ok}, absl::Seconds(10), absl::Seconds(120), {},
+                             [&polls]() {
+                               ++polls;
+                               return absl::CancelledError("never asked");
+                             })
+                  .ok());
+  EXPECT_EQ(polls, 0);
+}
+
 }  // namespace
 }  // namespace tpu::client

@@ -26,20 +26,43 @@ bool Is64BitType(xla::PrimitiveType type) {
          type == xla::C128;
 }
 
-// Allocates one array on the device; `literal`, if given, is copied into it.
+// Host memory lent by the caller of FromHostBuffers; the last transfer
+// reading it drops the last reference, and the caller is told.
+class HostMemoryLease {
+ public:
+  explicit HostMemoryLease(std::function<void()> on_done)
+      : on_done_(std::move(on_done)) {}
+  ~HostMemoryLease() {
+    if (on_done_) on_done_();
+  }
+  HostMemoryLease(const HostMemoryLease&) = delete;
+  HostMemoryLease& operator=(const HostMemoryLease&) = delete;
+
+ private:
+  std::function<void()> on_done_;
+};
+
+// Where the array leaves' contents come from, consumed in leaf order.
+struct LeafSource {
+  absl::Span<const void* const> data;
+  size_t next = 0;
+  std::shared_ptr<HostMemoryLease> lease;
+};
+
+// Allocates one array on the device; the next leaf of `source`, if given, is
+// copied into it.
 absl::StatusOr<std::shared_ptr<DeviceBuffer>> CreateArray(
-    const Shape& shape, const Literal* literal,
+    const Shape& shape, LeafSource* source,
     const std::shared_ptr<TpuClient>& client, int device_id) {
   driver::TpuDriver* driver = client->driver();
   std::unique_ptr<driver::BufferHandle> handle = driver->Allocate(
       device_id, tpu_driver::MemoryRegion::HBM, shape.ToProto(), {});
   std::vector<std::shared_ptr<driver::Event>> definition;
-  if (literal != nullptr) {
-    std::shared_ptr<driver::Event> event =
-        driver->TransferToDevice(literal->untyped_data(), handle.get(), {});
-    // Keeps the literal's bytes alive (and unchanged: copy on write) until
-    // the transfer has read them.
-    event->AddCallback([keep_alive = *literal](absl::Status) {});
+  if (source != nullptr) {
+    std::shared_ptr<driver::Event> event = driver->TransferToDevice(
+        source->data[source->next++], handle.get(), {});
+    // The lender's memory must stay until the transfer has read it.
+    event->AddCallback([lease = source->lease](absl::Status) {});
     definition.push_back(std::move(event));
   }
   return std::make_shared<DeviceBuffer>(
@@ -68,22 +91,48 @@ std::shared_ptr<DeviceBuffer> CreateTuple(
       /*is_tuple=*/true, std::move(definition), std::move(children));
 }
 
-// Allocates `shape` recursively; array leaves are filled from `literal` when
-// it is given. REQUIRES: CheckBufferShape(shape) is OK; literal's shape is
-// `shape`.
+// Allocates `shape` recursively; array leaves are filled from `source` when
+// it is given. REQUIRES: CheckBufferShape(shape) is OK; `source` holds one
+// pointer per array leaf of `shape`.
 absl::StatusOr<std::shared_ptr<DeviceBuffer>> CreateRecursive(
-    const Shape& shape, const Literal* literal,
+    const Shape& shape, LeafSource* source,
     const std::shared_ptr<TpuClient>& client, int device_id) {
-  if (!shape.IsTuple()) return CreateArray(shape, literal, client, device_id);
+  if (!shape.IsTuple()) return CreateArray(shape, source, client, device_id);
   std::vector<std::shared_ptr<DeviceBuffer>> children;
   for (int64_t i = 0; i < shape.tuple_size(); ++i) {
-    absl::StatusOr<std::shared_ptr<DeviceBuffer>> child = CreateRecursive(
-        shape.tuple_shapes()[i],
-        literal == nullptr ? nullptr : &literal->element(i), client, device_id);
+    absl::StatusOr<std::shared_ptr<DeviceBuffer>> child =
+        CreateRecursive(shape.tuple_shapes()[i], source, client, device_id);
     if (!child.ok()) return child.status();
     children.push_back(*std::move(child));
   }
   return CreateTuple(std::move(children), client, device_id);
+}
+
+// FromLiteral and FromHostBuffers; errors name `caller_name`.
+absl::StatusOr<std::unique_ptr<TpuBuffer>> CreateFromHost(
+    absl::string_view caller_name, const Shape& shape,
+    absl::Span<const void* const> leaf_data, std::function<void()> on_done,
+    std::shared_ptr<TpuClient> client, int device_id) {
+  LeafSource source;
+  source.data = leaf_data;
+  // Held here too, so every early return below still tells the lender.
+  source.lease = std::make_shared<HostMemoryLease>(std::move(on_done));
+  absl::StatusOr<std::shared_ptr<TpuDevice>> device =
+      client->LookupDevice(device_id, caller_name);
+  if (!device.ok()) return device.status();
+  absl::Status status = CheckBufferShape(shape);
+  if (!status.ok()) return status;
+  const size_t leaf_count = shape.Leaves().size();
+  if (leaf_data.size() != leaf_count) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s got %d leaf pointers for %s, which has %d array leaves",
+        caller_name, leaf_data.size(), shape.ToString(), leaf_count));
+  }
+  absl::StatusOr<std::shared_ptr<DeviceBuffer>> buffer =
+      CreateRecursive(shape, &source, client, device_id);
+  if (!buffer.ok()) return buffer.status();
+  return std::make_unique<TpuBuffer>(shape, *std::move(buffer),
+                                     std::move(client), *std::move(device));
 }
 
 // Collects the array leaves of `buffer` in order, with their shapes.
@@ -133,16 +182,23 @@ absl::Status CheckBufferShape(const Shape& shape) {
 
 absl::StatusOr<std::unique_ptr<TpuBuffer>> TpuBuffer::FromLiteral(
     const Literal& literal, std::shared_ptr<TpuClient> client, int device_id) {
-  absl::StatusOr<std::shared_ptr<TpuDevice>> device =
-      client->LookupDevice(device_id, "TpuBuffer::FromLiteral");
-  if (!device.ok()) return device.status();
-  absl::Status status = CheckBufferShape(literal.shape());
-  if (!status.ok()) return status;
-  absl::StatusOr<std::shared_ptr<DeviceBuffer>> buffer =
-      CreateRecursive(literal.shape(), &literal, client, device_id);
-  if (!buffer.ok()) return buffer.status();
-  return std::make_unique<TpuBuffer>(literal.shape(), *std::move(buffer),
-                                     std::move(client), *std::move(device));
+  // The leaves share the literal's bytes, which copy on write keeps
+  // unchanged for as long as the lease holds them.
+  auto leaves = std::make_shared<std::vector<Literal>>(literal.Leaves());
+  std::vector<const void*> data;
+  for (const Literal& leaf : *leaves) data.push_back(leaf.untyped_data());
+  return CreateFromHost(
+      "TpuBuffer::FromLiteral", literal.shape(), data, [leaves]() {},
+      std::move(client), device_id);
+}
+
+absl::StatusOr<std::unique_ptr<TpuBuffer>> TpuBuffer::FromHostBuffers(
+    const Shape& shape, absl::Span<const void* const> leaf_data,
+    std::function<void()> on_done_with_host_memory,
+    std::shared_ptr<TpuClient> client, int device_id) {
+  return CreateFromHost("TpuBuffer::FromHostBuffers", shape, leaf_data,
+                        std::move(on_done_with_host_memory), std::move(client),
+                        device_id);
 }
 
 absl::StatusOr<std::unique_ptr<TpuBuffer>> TpuBuffer::AllocateBuffer(

@@ -16,6 +16,7 @@
 //
 // Thread safety: safe for concurrent use.
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -48,6 +49,19 @@ class TpuBuffer {
   // the caller may drop or modify its Literal right away (copy on write).
   static absl::StatusOr<std::unique_ptr<TpuBuffer>> FromLiteral(
       const Literal& literal, std::shared_ptr<TpuClient> client, int device_id);
+
+  // Copies host arrays to `device_id` straight from the caller's memory,
+  // without a staging copy (a language binding lends its arrays this way).
+  // `leaf_data[i]` points at the i-th array leaf of `shape` (ForEachLeaf
+  // order): ByteSize() bytes, dense row-major. That memory must stay valid
+  // and unchanged until `on_done_with_host_memory` runs, exactly once: after
+  // the last transfer read it (on a driver thread), or on this thread before
+  // returning when there is nothing to transfer or the call fails.
+  // INVALID_ARGUMENT if leaf_data.size() is not the number of leaves.
+  static absl::StatusOr<std::unique_ptr<TpuBuffer>> FromHostBuffers(
+      const Shape& shape, absl::Span<const void* const> leaf_data,
+      std::function<void()> on_done_with_host_memory,
+      std::shared_ptr<TpuClient> client, int device_id);
 
   // Allocates an uninitialized buffer of `shape` on `device_id`; a tuple
   // shape allocates every element, recursively, and the tuple over them.

@@ -73,6 +73,47 @@ TEST_F(TpuBufferTest, NestedTuplesRoundTrip) {
   EXPECT_EQ(worker_->live_buffers(), 0);
 }
 
+TEST_F(TpuBufferTest, FromHostBuffersReadsTheLentMemoryAndReturnsIt) {
+  const float floats[3] = {1.5f, -2.0f, 0.25f};
+  const int32_t ints[2] = {7, -7};
+  const Shape shape = Shape::Tuple(
+      {Shape::Array(xla::F32, {3}), Shape::Array(xla::S32, {2, 1})});
+  const void* const leaves[] = {floats, ints};
+  int returned = 0;
+  absl::StatusOr<std::unique_ptr<TpuBuffer>> buffer =
+      TpuBuffer::FromHostBuffers(
+          shape, leaves, [&returned] { ++returned; }, client_, 2);
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  // The fake driver transfers on the calling thread, so the memory is
+  // already given back.
+  EXPECT_EQ(returned, 1);
+  absl::StatusOr<Literal> back = (*buffer)->ToLiteral();
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, Literal::Tuple(
+                       {F32({3}, {1.5f, -2.0f, 0.25f}), S32({2, 1}, {7, -7})}));
+}
+
+TEST_F(TpuBufferTest, FromHostBuffersReturnsTheMemoryOnFailure) {
+  const float value = 1.0f;
+  const void* const one_leaf[] = {&value};
+  int returned = 0;
+  auto count = [&returned] { ++returned; };
+  const Shape pair =
+      Shape::Tuple({Shape::Array(xla::F32, {}), Shape::Array(xla::F32, {})});
+  absl::StatusOr<std::unique_ptr<TpuBuffer>> buffer =
+      TpuBuffer::FromHostBuffers(pair, one_leaf, count, client_, 0);
+  EXPECT_EQ(buffer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(buffer.status().message(), "2 array leaves"))
+      << buffer.status();
+  buffer = TpuBuffer::FromHostBuffers(Shape::Array(xla::F32, {}), one_leaf,
+                                      count, client_, 9);
+  EXPECT_EQ(buffer.status().message(),
+            "TpuBuffer::FromHostBuffers got bad device_id: 9 "
+            "(num_devices=4).");
+  EXPECT_EQ(returned, 2);
+  EXPECT_EQ(worker_->live_buffers(), 0);
+}
+
 TEST_F(TpuBufferTest, EmptyTupleReadsBackWithoutTransfers) {
   auto buffer = *TpuBuffer::FromLiteral(Literal::Tuple({}), client_, 0);
   absl::StatusOr<Literal> back = buffer->ToLiteral();

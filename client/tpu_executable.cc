@@ -2,7 +2,10 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "client/execute_wait.h"
 
@@ -243,10 +246,32 @@ absl::Status TpuExecutable::Await(const std::vector<Launched>& launched) const {
   std::vector<std::shared_ptr<driver::Event>> events;
   for (const Launched& l : launched) events.push_back(l.done);
   const TpuClient* client = client_.get();
-  return AwaitExecution(
-      events, client->options().execute_warn_interval,
-      client->options().execute_max_time,
-      [client](absl::string_view message) { client->Warn(message); });
+  // Beside the reference's messages, the worker's wait report (when it has
+  // one and a core waits in a collective) says which cores wait for whom:
+  // the cause beside the symptom. One warning per line, so every line
+  // carries the warning prefix.
+  auto report_waits = [client]() {
+    absl::StatusOr<std::string> report = client->driver()->DescribeWaits();
+    if (!report.ok() || !absl::StrContains(*report, "waiting for core")) {
+      return;
+    }
+    client->Warn("Wait report:");
+    for (absl::string_view line :
+         absl::StrSplit(*report, '\n', absl::SkipEmpty())) {
+      client->Warn(line);
+    }
+  };
+  auto warn_with_report = [client, &report_waits](absl::string_view message) {
+    client->Warn(message);
+    report_waits();
+  };
+  absl::Status status =
+      AwaitExecution(events, client->options().execute_warn_interval,
+                     client->options().execute_max_time, warn_with_report,
+                     client->options().wait_interrupt_check,
+                     client->options().wait_interrupt_interval);
+  if (absl::IsDeadlineExceeded(status)) report_waits();
+  return status;
 }
 
 absl::StatusOr<std::vector<std::unique_ptr<TpuBuffer>>> TpuExecutable::Unpack(

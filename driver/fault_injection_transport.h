@@ -50,6 +50,9 @@ class FaultInjectionTransport : public Transport {
   absl::Status Reset(const tpu_driver::ResetRequest& request) override {
     return base_->Reset(request);
   }
+  absl::StatusOr<tpu_emulator::WaitReport> GetWaitReport() override {
+    return base_->GetWaitReport();
+  }
   absl::StatusOr<tpu_driver::SystemInfo> QuerySystemInfo() override {
     return base_->QuerySystemInfo();
   }

@@ -1,5 +1,7 @@
 #include "driver/stream_driver.h"
 
+#include "proto/wait_report_text.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -148,6 +150,13 @@ void StreamDriver::ShutdownChannels(bool graceful, absl::StatusCode code,
     for (StreamChannel* channel : channels) channel->WaitEnded(deadline);
   }
   for (StreamChannel* channel : channels) channel->Shutdown(code, reason);
+}
+
+absl::StatusOr<std::string> StreamDriver::DescribeWaits() {
+  absl::StatusOr<tpu_emulator::WaitReport> report =
+      transport_->GetWaitReport();
+  if (!report.ok()) return report.status();
+  return wire::FormatWaitReport(*report);
 }
 
 absl::StatusOr<tpu_driver::SystemInfo> StreamDriver::QuerySystemInfo() {

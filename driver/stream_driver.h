@@ -64,6 +64,7 @@ class StreamDriver : public TpuDriver {
   ~StreamDriver() override;
 
   absl::StatusOr<tpu_driver::SystemInfo> QuerySystemInfo() override;
+  absl::StatusOr<std::string> DescribeWaits() override;
   absl::Status Reset() override;
 
   std::unique_ptr<BufferHandle> Allocate(

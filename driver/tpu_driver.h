@@ -162,6 +162,14 @@ class TpuDriver {
       absl::Span<BufferHandle* const> outputs,
       const xla::DeviceAssignmentProto& device_assignment,
       absl::Span<Event* const> wait_for) = 0;
+
+  // The worker's wait report for people: which cores run or wait in which
+  // collective, for whom, and the wait-for cycles. UNIMPLEMENTED where the
+  // target has no control service (a real TPU worker), which callers treat
+  // as "no report".
+  virtual absl::StatusOr<std::string> DescribeWaits() {
+    return absl::UnimplementedError("this driver cannot describe waits");
+  }
 };
 
 // Bytes of a buffer of `shape` in the driver's dense row-major layout; a tuple

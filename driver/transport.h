@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "proto/control.pb.h"
 #include "proto/tpu_service.pb.h"
 
 namespace tpu::driver {
@@ -85,6 +86,11 @@ class Transport {
   virtual absl::Status Close(const tpu_driver::CloseRequest& request) = 0;
   virtual absl::Status Reset(const tpu_driver::ResetRequest& request) = 0;
   virtual absl::StatusOr<tpu_driver::SystemInfo> QuerySystemInfo() = 0;
+  // The emulator's wait report (proto/control.proto); UNIMPLEMENTED where
+  // the worker has no control service.
+  virtual absl::StatusOr<tpu_emulator::WaitReport> GetWaitReport() {
+    return absl::UnimplementedError("the worker has no control service");
+  }
 
   // Starts a StreamExecute stream. Never returns null; a stream that cannot
   // be established reports it through on_done.

@@ -16,6 +16,11 @@ PACKAGES=(
   libgmock-dev
   libbenchmark-dev
   python3                  # summarizes the test XML in tools/test.sh
+  python3-dev              # Python.h for the softtpu extension (python/)
+  pybind11-dev
+  python3-numpy            # softtpu's arrays; the wheel uses Debian's numpy
+  python3-pytest           # python/tests, run by tools/test.sh
+  python3-venv             # the wheel test installs into a fresh venv
   openssl                  # tests/e2e/tls_e2e_test makes its certificates
 )
 

@@ -19,6 +19,7 @@
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "grpcpp/support/sync_stream.h"
+#include "proto/control.grpc.pb.h"
 #include "proto/tpu_service.grpc.pb.h"
 
 namespace tpu::driver {
@@ -219,6 +220,20 @@ absl::StatusOr<tpu_driver::SystemInfo> GrpcTransport::QuerySystemInfo() {
                                      " failed: ", status.error_message()));
   }
   return std::move(*response.mutable_system_info());
+}
+
+absl::StatusOr<tpu_emulator::WaitReport> GrpcTransport::GetWaitReport() {
+  auto context = UnaryContext();
+  tpu_emulator::WaitReport report;
+  grpc::Status status = tpu_emulator::Control::NewStub(channel_)->GetWaitReport(
+      context.get(), tpu_emulator::GetWaitReportRequest(), &report);
+  if (!status.ok()) {
+    // A real TPU worker serves no control service: UNIMPLEMENTED.
+    return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                        absl::StrCat("GetWaitReport on ", address_,
+                                     " failed: ", status.error_message()));
+  }
+  return report;
 }
 
 std::unique_ptr<TransportStream> GrpcTransport::OpenStream(

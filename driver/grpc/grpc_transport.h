@@ -40,6 +40,7 @@ class GrpcTransport : public Transport {
   absl::Status Close(const tpu_driver::CloseRequest& request) override;
   absl::Status Reset(const tpu_driver::ResetRequest& request) override;
   absl::StatusOr<tpu_driver::SystemInfo> QuerySystemInfo() override;
+  absl::StatusOr<tpu_emulator::WaitReport> GetWaitReport() override;
   std::unique_ptr<TransportStream> OpenStream(
       StreamCallbacks callbacks) override;
 

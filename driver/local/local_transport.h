@@ -26,6 +26,9 @@ class LocalTransport : public Transport {
   absl::Status Close(const tpu_driver::CloseRequest& request) override;
   absl::Status Reset(const tpu_driver::ResetRequest& request) override;
   absl::StatusOr<tpu_driver::SystemInfo> QuerySystemInfo() override;
+  absl::StatusOr<tpu_emulator::WaitReport> GetWaitReport() override {
+    return worker_->WaitReport(/*history=*/0);
+  }
   std::unique_ptr<TransportStream> OpenStream(
       StreamCallbacks callbacks) override;
 

@@ -90,6 +90,9 @@ struct PodCompiledProgram {
       absl::UnknownError("compilation has not completed");
 };
 
+// FAILED_PRECONDITION: the pod driver behind a handle is gone.
+absl::Status PodDriverDestroyed();
+
 // Fills program.shape from the workers' compiled programs, unless known.
 // REQUIRES: compilation succeeded (the pod operation completed OK).
 void ResolveProgramShape(PodCompiledProgram& program)

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "emulator/interpreter/collectives.h"
 #include "hlo/literal.h"
 #include "proto/hlo.pb.h"
 #include "proto/xla_data.pb.h"
@@ -44,6 +45,12 @@ struct ExecutionContext {
   // Where kernels run. Not owned; must outlive the execution. nullptr means
   // single-threaded on the calling thread.
   const Eigen::ThreadPoolDevice* device = nullptr;
+  // Which device plays each replica and partition of this launch; nullptr
+  // means one device. Not owned.
+  const DeviceAssignment* assignment = nullptr;
+  // How collectives meet their peers; nullptr outside a worker, where only
+  // single-participant collectives run. Not owned.
+  CollectiveExecutor* collectives = nullptr;
   // When set to true (e.g. the client closed), the execution stops at the
   // next instruction boundary or loop iteration with CANCELLED. Not owned.
   const std::atomic<bool>* cancelled = nullptr;

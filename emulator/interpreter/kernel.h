@@ -133,6 +133,7 @@ void RegisterFftKernels(KernelRegistry& registry);
 void RegisterRngKernels(KernelRegistry& registry);
 void RegisterGatherScatterKernels(KernelRegistry& registry);
 void RegisterSortKernels(KernelRegistry& registry);
+void RegisterCollectiveKernels(KernelRegistry& registry);
 
 }  // namespace tpu::emulator::interpreter
 

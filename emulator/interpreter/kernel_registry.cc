@@ -22,6 +22,7 @@ KernelRegistry* BuildGlobal() {
   RegisterRngKernels(*registry);
   RegisterGatherScatterKernels(*registry);
   RegisterSortKernels(*registry);
+  RegisterCollectiveKernels(*registry);
   return registry;
 }
 

@@ -1,5 +1,7 @@
 #include "emulator/service/server.h"
 
+#include "emulator/service/control_service.h"
+
 #include <climits>
 #include <utility>
 
@@ -47,6 +49,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   server->worker_ = *std::move(worker);
   server->service_ =
       std::make_unique<CloudTpuDriverService>(server->worker_.get());
+  server->control_ = std::make_unique<ControlService>(server->worker_.get());
 
   grpc::ServerBuilder builder;
   const std::string address = JoinHostPort(options.bind, options.port);
@@ -60,6 +63,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
                              grpc::InsecureServerCredentials(), &unix_selected);
   }
   builder.RegisterService(server->service_.get());
+  builder.RegisterService(server->control_.get());
   builder.SetMaxReceiveMessageSize(INT_MAX);
   builder.SetMaxSendMessageSize(INT_MAX);
   builder.AddChannelArgument(
@@ -103,6 +107,7 @@ Server::~Server() {
   Shutdown();
   server_.reset();
   service_.reset();
+  control_.reset();
   worker_.reset();
 }
 

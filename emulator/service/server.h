@@ -38,6 +38,7 @@ class Server;
 namespace tpu::emulator {
 
 class CloudTpuDriverService;
+class ControlService;
 
 struct ServerOptions {
   // Address to listen on: an IPv4/IPv6 literal or a host name.
@@ -90,6 +91,7 @@ class Server {
   // dispatches to, then the worker.
   std::unique_ptr<Worker> worker_;
   std::unique_ptr<CloudTpuDriverService> service_;
+  std::unique_ptr<ControlService> control_;
   std::unique_ptr<grpc::Server> server_;
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;

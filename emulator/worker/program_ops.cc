@@ -1,6 +1,8 @@
 // Program operations: compile, load, unload and execute.
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -18,9 +20,20 @@ namespace {
 // Replicas one program may be compiled for.
 constexpr int64_t kMaxReplicas = 65536;
 
+// std::hash of the serialized module: unlike absl::Hash it is not seeded
+// per process, so the workers of a pod slice agree on it.
+std::string Fingerprint(const xla::HloModuleProto& module) {
+  const std::string bytes = module.SerializeAsString();
+  return absl::StrCat(absl::Hex(std::hash<std::string>{}(bytes)), "-",
+                      bytes.size());
+}
+
 absl::StatusOr<std::shared_ptr<CompiledProgram>> MakeCompiledProgram(
-    std::unique_ptr<interpreter::Executable> executable, int num_replicas) {
+    std::unique_ptr<interpreter::Executable> executable, int num_replicas,
+    const xla::HloModuleProto& module) {
   auto program = std::make_shared<CompiledProgram>();
+  program->name = module.name();
+  program->fingerprint = Fingerprint(module);
   const xla::ProgramShapeProto& shape = executable->program_shape();
   for (const xla::ShapeProto& parameter : shape.parameters()) {
     absl::StatusOr<Shape> parsed = Shape::FromProto(parameter);
@@ -33,6 +46,30 @@ absl::StatusOr<std::shared_ptr<CompiledProgram>> MakeCompiledProgram(
   program->num_replicas = num_replicas;
   program->executable = std::move(executable);
   return program;
+}
+
+// The devices of `assignment` as the interpreter indexes them; one device,
+// the executing core, without an assignment.
+interpreter::DeviceAssignment ToDevices(
+    const xla::DeviceAssignmentProto* assignment, int core_id) {
+  interpreter::DeviceAssignment devices;
+  if (assignment == nullptr || assignment->computation_devices_size() == 0) {
+    devices.devices = {core_id};
+    return devices;
+  }
+  devices.num_partitions = assignment->computation_devices_size();
+  devices.num_replicas =
+      assignment->computation_devices(0).replica_device_ids_size();
+  devices.devices.resize(
+      static_cast<size_t>(devices.num_replicas) * devices.num_partitions);
+  for (int c = 0; c < devices.num_partitions; ++c) {
+    const auto& ids = assignment->computation_devices(c).replica_device_ids();
+    for (int r = 0; r < devices.num_replicas && r < ids.size(); ++r) {
+      devices.devices[r * devices.num_partitions + c] =
+          static_cast<int>(ids[r]);
+    }
+  }
+  return devices;
 }
 
 // The replica (and partition) that `core_id` runs in `assignment`.
@@ -107,7 +144,7 @@ absl::StatusOr<BuiltOp> BuildCompile(
             absl::StrCat(role, ": ", executable.status().message())));
       }
       absl::StatusOr<std::shared_ptr<CompiledProgram>> program =
-          MakeCompiledProgram(*std::move(executable), replicas);
+          MakeCompiledProgram(*std::move(executable), replicas, *module);
       if (!program.ok()) {
         return ctx.Finish(absl::InternalError(absl::StrCat(
             role, ": the compiled program has an invalid program shape: ",
@@ -252,14 +289,35 @@ absl::StatusOr<BuiltOp> BuildExecute(
     if (!status.ok()) return ctx.Finish(status);
     context.device = ctx.worker->device;
     context.cancelled = ctx.session->cancelled();
+    auto devices = std::make_shared<const interpreter::DeviceAssignment>(
+        ToDevices(assignment.get(), core_id));
     const int local = ctx.worker->topology.LocalIndex(core_id);
-    ctx.worker->cores[local]->Schedule([ctx, role, compiled, context,
-                                        in = std::move(in),
+    ctx.worker->cores[local]->Schedule([ctx, role, compiled, context, devices,
+                                        core_id, in = std::move(in),
                                         out = std::move(out), per_element]() {
       if (context.cancelled->load()) {
         return ctx.Finish(absl::CancelledError(
             absl::StrCat(role, ": the client was closed before it ran.")));
       }
+      LaunchInfo info;
+      info.core = core_id;
+      info.client_id = ctx.session->client_id();
+      info.program = compiled->name;
+      info.fingerprint = compiled->fingerprint;
+      info.assignment = devices->devices;
+      info.cancelled = context.cancelled;
+      // The launch lasts until this closure returns: the core is "running"
+      // for the wait report, and its collectives meet the peers' launch.
+      absl::StatusOr<std::unique_ptr<Launch>> launch =
+          ctx.worker->collectives->BeginLaunch(std::move(info));
+      if (!launch.ok()) {
+        return ctx.Finish(absl::Status(
+            launch.status().code(),
+            absl::StrCat(role, ": ", launch.status().message())));
+      }
+      interpreter::ExecutionContext run = context;
+      run.assignment = devices.get();
+      run.collectives = launch->get();
       std::vector<Literal> arguments;
       arguments.reserve(in.size());
       for (size_t i = 0; i < in.size(); ++i) {
@@ -270,7 +328,7 @@ absl::StatusOr<BuiltOp> BuildExecute(
         arguments.push_back(*std::move(argument));
       }
       absl::StatusOr<Literal> value = compiled->executable->Execute(
-          std::move(arguments), context, /*stats=*/nullptr);
+          std::move(arguments), run, /*stats=*/nullptr);
       if (!value.ok()) {
         return ctx.Finish(
             absl::Status(value.status().code(),

@@ -36,6 +36,11 @@ struct CompiledProgram {
   std::vector<Shape> parameter_shapes;
   Shape result_shape;
   int num_replicas = 1;
+  // The HLO module's name, and a fingerprint of the module that is the same
+  // in every worker process: launches of one program meet at collectives
+  // whichever client or handle runs them.
+  std::string name;
+  std::string fingerprint;
 };
 
 // A compiled program loaded on one core.

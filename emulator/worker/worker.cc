@@ -82,6 +82,9 @@ class WorkerImpl : public Worker {
       const tpu_driver::QuerySystemInfoRequest& request) override;
   std::unique_ptr<WorkerStream> OpenStream(
       ResponseCallback on_response) override;
+  tpu_emulator::WaitReport WaitReport(int history) const override {
+    return hub_->Report(history);
+  }
 
   std::shared_ptr<Session> FindSession(uint32_t client_id);
   void CloseClient(uint32_t client_id, const absl::Status& reason);
@@ -100,6 +103,8 @@ class WorkerImpl : public Worker {
   const std::shared_ptr<SweepState> sweep_;
 
   absl::Mutex mu_;
+  // Outlives the cores: programs blocked in collectives leave through it.
+  std::unique_ptr<CollectiveHub> hub_;
   absl::flat_hash_map<uint32_t, std::shared_ptr<Session>> sessions_
       ABSL_GUARDED_BY(mu_);
   uint32_t next_client_id_ ABSL_GUARDED_BY(mu_) = 1;
@@ -135,6 +140,21 @@ WorkerImpl::WorkerImpl(const WorkerOptions& options, Topology topology)
         std::make_unique<WorkQueue>(absl::StrCat("tpu-core-", i), 1));
     context_.cores.push_back(cores_.back().get());
   }
+  CollectiveHubOptions hub_options;
+  for (int i = 0; i < topology.local_core_count(); ++i) {
+    hub_options.cores.push_back(topology.CoreId(i));
+  }
+  hub_options.host_id = options.host_id;
+  hub_options.report_waits_after = options.report_waits_after;
+  hub_options.launch_barrier = options.launch_barrier;
+  hub_options.queued = [this](int core) {
+    const int local = context_.topology.LocalIndex(core);
+    if (local < 0 || local >= static_cast<int>(context_.cores.size())) return 0;
+    // The running program is not queued.
+    return std::max(0, context_.cores[local]->pending() - 1);
+  };
+  hub_ = std::make_unique<CollectiveHub>(std::move(hub_options));
+  context_.collectives = hub_.get();
   {
     absl::MutexLock lock(&sweep_->mu);
     sweep_->worker = this;
@@ -160,6 +180,10 @@ WorkerImpl::~WorkerImpl() {
   for (auto& [id, session] : sessions) {
     session->Close(absl::CancelledError("The worker is shutting down."));
   }
+  // No more long-wait log lines (they read the core queues), and waiters
+  // of the closed sessions leave their collectives.
+  hub_->StopReporting();
+  hub_->WakeWaiters();
   // Members: the core queues drain first (their programs stop at the next
   // instruction boundary, being cancelled), then the pool, then Eigen.
   cores_.clear();
@@ -203,6 +227,7 @@ void WorkerImpl::SweepIdle() {
         context_.options.max_idle_time_seconds,
         " seconds and its resources were released.")));
   }
+  if (!idle.empty()) hub_->WakeWaiters();
 }
 
 absl::StatusOr<tpu_driver::OpenResponse> WorkerImpl::Open(
@@ -253,6 +278,8 @@ void WorkerImpl::CloseClient(uint32_t client_id, const absl::Status& reason) {
     sessions_.erase(it);
   }
   session->Close(reason);
+  hub_->WakeWaiters();
+  hub_->ForgetClient(client_id);
 }
 
 absl::Status WorkerImpl::Reset(const tpu_driver::ResetRequest& request) {
@@ -265,6 +292,8 @@ absl::Status WorkerImpl::Reset(const tpu_driver::ResetRequest& request) {
     session->Close(absl::CancelledError(
         absl::StrCat("The worker was reset; client ", id, " is gone.")));
   }
+  hub_->WakeWaiters();
+  for (auto& [id, session] : sessions) hub_->ForgetClient(id);
   return absl::OkStatus();
 }
 

@@ -24,6 +24,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "emulator/worker/transfer_data.h"
+#include "absl/time/time.h"
+#include "proto/control.pb.h"
 #include "proto/tpu_driver.pb.h"
 #include "proto/tpu_service.pb.h"
 
@@ -52,6 +54,14 @@ struct WorkerOptions {
   bool tpu_numerics = false;
   // Threads of the worker's shared Eigen pool; 0 = number of CPUs.
   int compute_threads = 0;
+  // Log the wait report once a core has waited this long in a collective
+  // (like the client's "TPU Execute is taking a long time" warning); zero
+  // disables the log line. Waits themselves never time out, as on a TPU.
+  absl::Duration report_waits_after = absl::Seconds(10);
+  // Check at launch that every core of a multi-core device assignment starts
+  // the same program for the same launch, failing all of them with
+  // FAILED_PRECONDITION otherwise (TPU's enhanced launch barrier).
+  bool launch_barrier = false;
 };
 
 // One StreamExecute call. Requests go in through Submit; responses come out
@@ -109,6 +119,10 @@ class Worker {
   // batch many entries. REQUIRES: the stream is destroyed before the worker.
   virtual std::unique_ptr<WorkerStream> OpenStream(
       ResponseCallback on_response) = 0;
+
+  // Who runs and waits for whom, now, with up to `history` of each core's
+  // most recent collectives (the control service's GetWaitReport).
+  virtual tpu_emulator::WaitReport WaitReport(int history) const = 0;
 };
 
 }  // namespace tpu::emulator

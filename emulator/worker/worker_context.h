@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "emulator/collectives/collective_hub.h"
 #include "emulator/worker/hbm.h"
 #include "emulator/worker/topology.h"
 #include "emulator/worker/work_queue.h"
@@ -33,6 +34,8 @@ struct WorkerContext {
   std::vector<WorkQueue*> cores;
   // Where kernels run. Not owned.
   const Eigen::ThreadPoolDevice* device = nullptr;
+  // Where cores meet at collectives. Not owned.
+  CollectiveHub* collectives = nullptr;
 };
 
 }  // namespace tpu::emulator

@@ -7,7 +7,8 @@
 //                [--chips=4] [--cores_per_chip=2] [--hbm_bytes_per_core=N]
 //                [--pod_hosts=1] [--host_id=0] [--tpu_numerics=false]
 //                [--max_idle_time_seconds=3600] [--compute_threads=0]
-//                [--unknown_handle_wait_ms=5000]
+//                [--unknown_handle_wait_ms=5000] [--report_waits_after=10s]
+//                [--launch_barrier]
 //
 // Prints "tpu_emulator listening on HOST:PORT" (plus " (TLS)" or " (mutual
 // TLS)", and " and unix:PATH" with --unix_socket) once it serves (and writes
@@ -64,6 +65,14 @@ ABSL_FLAG(int, max_idle_time_seconds, 3600,
 ABSL_FLAG(int, compute_threads, 0,
           "Threads of the shared Eigen pool that runs kernels; 0 = one per "
           "CPU.");
+ABSL_FLAG(absl::Duration, report_waits_after, absl::Seconds(10),
+          "Log the wait report (who waits for whom) once a core has waited "
+          "this long in a collective; 0 disables it. Collectives never time "
+          "out, as on a TPU.");
+ABSL_FLAG(bool, launch_barrier, false,
+          "Check at launch that every core of a multi-core device assignment "
+          "starts the same program for the same launch, and fail them all "
+          "with FAILED_PRECONDITION otherwise (TPU's launch barrier).");
 ABSL_FLAG(int64_t, unknown_handle_wait_ms, 5000,
           "Milliseconds an operation waits for a handle or event whose "
           "operation has not arrived yet, before failing NOT_FOUND.");
@@ -109,7 +118,8 @@ int main(int argc, char** argv) {
       "[--cores_per_chip=2] "
       "[--hbm_bytes_per_core=N] [--pod_hosts=1] [--host_id=0] "
       "[--tpu_numerics=false] [--max_idle_time_seconds=3600] "
-      "[--compute_threads=0] [--unknown_handle_wait_ms=5000]");
+      "[--compute_threads=0] [--unknown_handle_wait_ms=5000] "
+      "[--report_waits_after=10s] [--launch_barrier]");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
     return Fail(
@@ -143,6 +153,8 @@ int main(int argc, char** argv) {
   options.worker.compute_threads = absl::GetFlag(FLAGS_compute_threads);
   options.worker.unknown_handle_wait_ms =
       absl::GetFlag(FLAGS_unknown_handle_wait_ms);
+  options.worker.report_waits_after = absl::GetFlag(FLAGS_report_waits_after);
+  options.worker.launch_barrier = absl::GetFlag(FLAGS_launch_barrier);
 
   absl::StatusOr<std::unique_ptr<tpu::emulator::Server>> server =
       tpu::emulator::Server::Start(options);

@@ -1,0 +1,159 @@
+#ifndef SOFTWARE_TPU_EMULATOR_COLLECTIVES_COLLECTIVE_HUB_H_
+#define SOFTWARE_TPU_EMULATOR_COLLECTIVES_COLLECTIVE_HUB_H_
+
+// Where the cores of one worker meet at collectives, and what the worker
+// knows about who waits for whom.
+//
+// A launch is one execute of a program on one core. Each core's k-th launch
+// of a program by a client (same module fingerprint, same device assignment)
+// meets its peers' k-th launch by that client; within a launch, participants
+// meet per instruction and per execution of it (collectives in loops meet once
+// per iteration) and per group. A participant that never arrives leaves the
+// others blocked, as on a TPU: there is no timeout, only cancellation of the
+// waiter's own client (Close, Reset, worker shutdown). Every core blocks on its
+// own thread, so a hang never holds a thread that other cores or clients need.
+//
+// The hub keeps, per core, what it runs or waits for and the last 1000
+// collectives it took part in, and builds the wait report from them: who
+// waits, for which missing participants, what those are doing instead, and
+// the cycles of the wait-for graph.
+//
+// Thread safety: safe for concurrent use.
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "emulator/interpreter/collectives.h"
+#include "proto/control.pb.h"
+
+namespace tpu::emulator {
+
+struct CollectiveHubOptions {
+  // Cores of this worker, by id, and the worker's host id in its slice.
+  std::vector<int> cores;
+  int host_id = 0;
+  // How many operations wait on each core's queue; reported so a user sees
+  // a core that is idle only because its next program waits for something.
+  std::function<int(int core)> queued;
+  // Log the wait report once a core has waited this long in one collective;
+  // zero or less disables the log line.
+  absl::Duration report_waits_after = absl::Seconds(10);
+  // Check at launch that every core of a multi-core device assignment starts
+  // the same program for the same launch (TPU's enhanced launch barrier).
+  bool launch_barrier = false;
+};
+
+// What a core is about to run.
+struct LaunchInfo {
+  int core = 0;
+  uint32_t client_id = 0;
+  // The HLO module's name and a fingerprint of the compiled module: launches
+  // of the same program meet, whichever client or handle runs them.
+  std::string program;
+  std::string fingerprint;
+  // The device ids of the execute's device_assignment, in order.
+  std::vector<int> assignment;
+  // The client's cancellation flag. Not owned; outlives the launch.
+  const std::atomic<bool>* cancelled = nullptr;
+};
+
+class CollectiveHub;
+
+// One launch on one core: the interpreter's CollectiveExecutor for it.
+// Ends the launch (the core becomes idle) when destroyed.
+class Launch : public interpreter::CollectiveExecutor {
+ public:
+  ~Launch() override;
+  Launch(const Launch&) = delete;
+  Launch& operator=(const Launch&) = delete;
+
+  int64_t number() const { return number_; }
+
+  absl::StatusOr<Literal> Exchange(
+      const interpreter::CollectiveRequest& request, Literal contribution,
+      const interpreter::CollectiveCombine& combine) override;
+
+ private:
+  friend class CollectiveHub;
+  Launch(CollectiveHub* hub, LaunchInfo info, int64_t number);
+
+  CollectiveHub* const hub_;
+  const LaunchInfo info_;
+  const int64_t number_;
+  // How often each (computation, instruction) ran in this launch.
+  absl::flat_hash_map<std::string, int64_t> occurrences_;
+};
+
+class CollectiveHub {
+ public:
+  explicit CollectiveHub(CollectiveHubOptions options);
+  ~CollectiveHub();
+  CollectiveHub(const CollectiveHub&) = delete;
+  CollectiveHub& operator=(const CollectiveHub&) = delete;
+
+  // Marks the core running and numbers the launch. With the launch barrier
+  // on, blocks until every core of the assignment started its launch, and
+  // fails (all of them) with FAILED_PRECONDITION if they started different
+  // programs.
+  absl::StatusOr<std::unique_ptr<Launch>> BeginLaunch(LaunchInfo info);
+
+  // Wakes waiters so that those whose client was cancelled leave.
+  void WakeWaiters();
+
+  // Drops a closed client's launch numbers. Launches of different clients
+  // never meet: each client numbers its own launches from 0, as each TPU
+  // program run has its own launch id.
+  void ForgetClient(uint32_t client_id);
+
+  // Stops the long-wait log line (before what `queued` reads goes away).
+  void StopReporting();
+
+  // The state of every core now, with up to `history` of each core's most
+  // recent collectives.
+  tpu_emulator::WaitReport Report(int history = 0) const;
+
+ private:
+  friend class Launch;
+  struct Meeting;
+  struct CoreRecord;
+  struct Barrier;
+
+  absl::StatusOr<Literal> Exchange(
+      Launch& launch, const interpreter::CollectiveRequest& request,
+      Literal contribution, const interpreter::CollectiveCombine& combine);
+  void EndLaunch(const Launch& launch);
+  absl::Status LaunchBarrier(const LaunchInfo& info);
+  CoreRecord* FindCore(int core) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What `missing` does instead of joining `meeting`, for people.
+  std::string Diagnose(const Meeting& meeting, int missing) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void LogLongWaits();
+
+  const CollectiveHubOptions options_;
+
+  mutable absl::Mutex mu_;
+  std::vector<std::unique_ptr<CoreRecord>> cores_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<Meeting>> meetings_
+      ABSL_GUARDED_BY(mu_);
+  // (program, assignment, core) -> launches begun.
+  absl::flat_hash_map<std::string, int64_t> launch_counts_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<Barrier>> barriers_
+      ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread reporter_;
+};
+
+}  // namespace tpu::emulator
+
+#endif  // SOFTWARE_TPU_EMULATOR_COLLECTIVES_COLLECTIVE_HUB_H_

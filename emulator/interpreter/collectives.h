@@ -1,0 +1,78 @@
+#ifndef SOFTWARE_TPU_EMULATOR_INTERPRETER_COLLECTIVES_H_
+#define SOFTWARE_TPU_EMULATOR_INTERPRETER_COLLECTIVES_H_
+
+// How a running program meets its peers at a collective instruction.
+//
+// The interpreter knows what a collective computes; the worker knows where
+// the other participants are. They meet at this interface: a collective
+// kernel describes its exchange (a CollectiveRequest: the participating
+// devices, in group order, and this device's rank among them), hands over its
+// contribution and a combine function, and blocks in
+// CollectiveExecutor::Exchange until every participant arrived. The combine
+// runs once per exchange (on whichever thread completes the group) over all
+// contributions in group order and yields one output per rank; outputs may
+// share bytes, since values are immutable once produced. Running it once is
+// what makes a 64 MiB all-reduce cost one reduction instead of one per core,
+// and it is why every participant sees bit-identical results.
+//
+// Thread safety: implementations are called concurrently by every core.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "hlo/literal.h"
+
+namespace tpu::emulator::interpreter {
+
+// Which device runs each (replica, partition) of one launch: the execute
+// request's device_assignment, as device (core) ids.
+struct DeviceAssignment {
+  int num_replicas = 1;
+  int num_partitions = 1;
+  // devices[replica * num_partitions + partition].
+  std::vector<int> devices;
+
+  int device(int replica, int partition) const {
+    return devices[replica * num_partitions + partition];
+  }
+};
+
+struct CollectiveRequest {
+  // The instruction's name and opcode ("all-reduce.3", "all-reduce"), and
+  // its computation's name: they identify the meeting point within a launch
+  // and name it in wait reports.
+  std::string computation;
+  std::string instruction;
+  std::string kind;
+  // How many times this participant already ran this instruction in this
+  // launch (collectives inside loops meet per iteration).
+  int64_t occurrence = 0;
+  // The participating device ids in group order, and this device's index.
+  std::vector<int> devices;
+  int rank = 0;
+  // "f32[1024]": what the participant contributes, to diagnose mismatches.
+  std::string signature;
+};
+
+// Produces one output per rank from the contributions, in group order.
+using CollectiveCombine = std::function<absl::StatusOr<std::vector<Literal>>(
+    const std::vector<Literal>& contributions)>;
+
+class CollectiveExecutor {
+ public:
+  virtual ~CollectiveExecutor() = default;
+
+  // Blocks until every device of `request.devices` contributed to the same
+  // meeting point, then returns this rank's output. Fails (and unblocks) when
+  // the launch is cancelled, e.g. its client closed.
+  virtual absl::StatusOr<Literal> Exchange(
+      const CollectiveRequest& request, Literal contribution,
+      const CollectiveCombine& combine) = 0;
+};
+
+}  // namespace tpu::emulator::interpreter
+
+#endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_COLLECTIVES_H_

@@ -1,0 +1,30 @@
+#ifndef SOFTWARE_TPU_EMULATOR_SERVICE_CONTROL_SERVICE_H_
+#define SOFTWARE_TPU_EMULATOR_SERVICE_CONTROL_SERVICE_H_
+
+// The emulator's control service (proto/control.proto) over a Worker:
+// served on the same port as tpu_driver.CloudTpuDriver, which stays exactly
+// the real protocol. tools/tpu_ctl is its command-line client.
+//
+// Thread safety: safe for concurrent use, as gRPC calls it.
+
+#include "emulator/worker/worker.h"
+#include "proto/control.grpc.pb.h"
+
+namespace tpu::emulator {
+
+class ControlService : public tpu_emulator::Control::Service {
+ public:
+  // `worker` is not owned and must outlive the service.
+  explicit ControlService(const Worker* worker) : worker_(worker) {}
+
+  grpc::Status GetWaitReport(grpc::ServerContext* context,
+                             const tpu_emulator::GetWaitReportRequest* request,
+                             tpu_emulator::WaitReport* response) override;
+
+ private:
+  const Worker* const worker_;
+};
+
+}  // namespace tpu::emulator
+
+#endif  // SOFTWARE_TPU_EMULATOR_SERVICE_CONTROL_SERVICE_H_

@@ -1,0 +1,88 @@
+// tpu_ctl: asks a running tpu_emulator what it is doing, through its control
+// service (proto/control.proto, on the same port as the TPU protocol).
+//
+//   tpu_ctl --target=HOST:PORT waits [--format=text|json] [--history=N]
+//
+// `waits` prints, per core, what it runs or which collective it waits in and
+// for which cores, what those do instead, and the wait-for cycles.
+// Exit codes: 0 on success, 1 when the worker cannot be reached or answers
+// with an error, 2 for bad usage.
+
+#include <stdio.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/control.grpc.pb.h"
+#include "proto/wait_report_text.h"
+
+ABSL_FLAG(std::string, target, "127.0.0.1:8470",
+          "The worker: HOST:PORT (a grpc:// prefix is accepted).");
+ABSL_FLAG(std::string, format, "text", "text or json.");
+ABSL_FLAG(int, history, 0,
+          "With `waits`: also list each core's last N collectives.");
+ABSL_FLAG(absl::Duration, timeout, absl::Seconds(10),
+          "How long to wait for the worker's answer.");
+
+namespace {
+
+int Usage(const std::string& message) {
+  fprintf(stderr,
+          "tpu_ctl: %s\nUsage: tpu_ctl --target=HOST:PORT waits "
+          "[--format=text|json] [--history=N]\n",
+          message.c_str());
+  return 2;
+}
+
+int Waits(tpu_emulator::Control::Stub& stub, const std::string& target) {
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "text" && format != "json") {
+    return Usage(
+        absl::StrCat("--format must be text or json, not '", format, "'"));
+  }
+  grpc::ClientContext context;
+  context.set_deadline(
+      std::chrono::system_clock::now() +
+      absl::ToChronoMilliseconds(absl::GetFlag(FLAGS_timeout)));
+  tpu_emulator::GetWaitReportRequest request;
+  request.set_history(absl::GetFlag(FLAGS_history));
+  tpu_emulator::WaitReport report;
+  grpc::Status status = stub.GetWaitReport(&context, request, &report);
+  if (!status.ok()) {
+    fprintf(stderr,
+            "tpu_ctl: %s did not answer GetWaitReport: %s (is tpu_emulator "
+            "running there? check --target)\n",
+            target.c_str(), status.error_message().c_str());
+    return 1;
+  }
+  const std::string text = format == "json"
+                               ? tpu::wire::WaitReportToJson(report)
+                               : tpu::wire::FormatWaitReport(report);
+  fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Asks a running tpu_emulator what it is doing.\nUsage: tpu_ctl "
+      "--target=HOST:PORT waits [--format=text|json] [--history=N]");
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (args.size() != 2) return Usage("expected one command: waits");
+  std::string target = absl::GetFlag(FLAGS_target);
+  if (absl::StartsWith(target, "grpc://")) target = target.substr(7);
+  auto channel =
+      grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  auto stub = tpu_emulator::Control::NewStub(channel);
+  const std::string command = args[1];
+  if (command == "waits") return Waits(*stub, target);
+  return Usage(absl::StrCat("unknown command '", command, "'"));
+}
