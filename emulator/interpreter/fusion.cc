@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "emulator/interpreter/conv_epilogue.h"
 #include "emulator/interpreter/kernel_util.h"
 
 namespace tpu::emulator::interpreter {
@@ -309,13 +310,22 @@ class FusedKernel : public Kernel {
 
 }  // namespace
 
-std::vector<FusionGroup> FindElementwiseFusions(
+namespace {
+
+absl::flat_hash_map<const HloInstruction*, int> CountUsers(
     const HloComputation& computation) {
   absl::flat_hash_map<const HloInstruction*, int> users;
   for (const HloInstruction* i : computation.instructions_in_order()) {
     for (const HloInstruction* o : i->operands()) ++users[o];
   }
-  absl::flat_hash_set<const HloInstruction*> taken;
+  return users;
+}
+
+// Elementwise groups among the instructions not yet `taken`.
+std::vector<FusionGroup> ElementwiseFusions(
+    const HloComputation& computation,
+    const absl::flat_hash_map<const HloInstruction*, int>& users,
+    absl::flat_hash_set<const HloInstruction*>& taken) {
   std::vector<FusionGroup> groups;
   const auto& order = computation.instructions_in_order();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -330,7 +340,10 @@ std::vector<FusionGroup> FindElementwiseFusions(
       if (m->opcode() == "broadcast") continue;
       for (const HloInstruction* o : m->operands()) {
         if (in_group.contains(o) || taken.contains(o)) continue;
-        if (users[o] != 1 || o == computation.root()) continue;
+        auto u = users.find(o);
+        if (u == users.end() || u->second != 1 || o == computation.root()) {
+          continue;
+        }
         if ((IsFusibleCompute(*o) && o->shape() == root->shape()) ||
             (IsFusibleBroadcast(*o) && o->shape() == root->shape())) {
           members.push_back(o);
@@ -396,6 +409,60 @@ std::vector<FusionGroup> FindElementwiseFusions(
     group.kernel = std::make_unique<FusedKernel>(
         root->shape(), std::move(leaves), std::move(nodes));
     groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
+// Convolutions with their bias, activation and pooling (conv_epilogue.h),
+// built by the convolution family's factory for kFusedConvolutionOpcode.
+std::vector<FusionGroup> ConvolutionFusions(
+    const HloComputation& computation,
+    const absl::flat_hash_map<const HloInstruction*, int>& users,
+    KernelCompiler& compiler,
+    absl::flat_hash_set<const HloInstruction*>& taken) {
+  std::vector<FusionGroup> groups;
+  KernelFactory factory = compiler.registry().Find(kFusedConvolutionOpcode);
+  if (factory == nullptr) return groups;
+  const auto& order = computation.instructions_in_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const HloInstruction* root = *it;
+    if (taken.contains(root)) continue;
+    std::optional<ConvEpilogue> e =
+        MatchConvEpilogue(*root, &users, computation.root());
+    if (!e) continue;
+    // A convolution the fused factory rejects runs unfused, where its own
+    // factory reports why.
+    absl::StatusOr<std::unique_ptr<Kernel>> kernel = factory(*root, compiler);
+    if (!kernel.ok()) continue;
+    FusionGroup group;
+    group.root = root;
+    group.absorbed = e->absorbed;
+    group.leaves = e->leaves;
+    group.kernel = *std::move(kernel);
+    taken.insert(root);
+    taken.insert(e->absorbed.begin(), e->absorbed.end());
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
+}  // namespace
+
+std::vector<FusionGroup> FindElementwiseFusions(
+    const HloComputation& computation) {
+  absl::flat_hash_set<const HloInstruction*> taken;
+  return ElementwiseFusions(computation, CountUsers(computation), taken);
+}
+
+std::vector<FusionGroup> FindFusions(const HloComputation& computation,
+                                     KernelCompiler& compiler) {
+  const absl::flat_hash_map<const HloInstruction*, int> users =
+      CountUsers(computation);
+  absl::flat_hash_set<const HloInstruction*> taken;
+  std::vector<FusionGroup> groups =
+      ConvolutionFusions(computation, users, compiler, taken);
+  for (FusionGroup& g : ElementwiseFusions(computation, users, taken)) {
+    groups.push_back(std::move(g));
   }
   return groups;
 }

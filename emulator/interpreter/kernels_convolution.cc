@@ -15,8 +15,11 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
+#include "emulator/interpreter/conv_epilogue.h"
 #include "emulator/interpreter/gemm.h"
+#include "emulator/interpreter/gemm_routine.h"
 #include "emulator/interpreter/operand_prep.h"
 #include "emulator/interpreter/window_util.h"
 #include "unsupported/Eigen/CXX11/Tensor"
@@ -49,7 +52,42 @@ struct ConvPlan {
   bool direct = false;
   // 0: exact; 1: bf16 operands (DEFAULT); 3: bf16x3 (HIGH).
   int tpu_passes = 0;
+  // Rows (output positions) per im2col tile, and the library routes of the
+  // f32 GEMMs: the direct product, a full tile and the last, shorter tile.
+  int64_t tile = 1;
+  GemmRoutine direct_routine, tile_routine, tail_routine;
 };
+
+// Tiles of ~512 KiB of patches and at least 8 of them (for balance on the
+// pool) where rows allow; the f32 GEMMs' routes follow from the tile sizes.
+void PlanGemms(ConvPlan& plan) {
+  const int64_t rows = plan.out_batch * plan.out_spatial_count;
+  const int64_t kc = plan.kernel_count * plan.group_in_features;
+  const int64_t og = plan.group_out_features;
+  int64_t tile =
+      std::max<int64_t>(16, (512 * 1024) / std::max<int64_t>(1, kc * 4));
+  tile = std::min(tile, std::max<int64_t>(8, (rows * plan.groups + 7) / 8));
+  plan.tile = std::max<int64_t>(1, std::min(tile, rows));
+  const xla::PrimitiveType rt = plan.result.element_type();
+  if (rt != xla::F32 && rt != xla::BF16 && rt != xla::F16) return;
+  plan.direct_routine = GemmRoutine::Choose({1, rows, og, kc}, false);
+  plan.tile_routine = GemmRoutine::Choose({1, plan.tile, og, kc}, false);
+  plan.tail_routine = GemmRoutine::Choose({1, rows % plan.tile, og, kc}, false);
+}
+
+// A product of the plan: out (m x og) (+)= a (m x kc) * w (kc x og).
+template <typename C>
+void ConvGemm(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
+              const GemmRoutine& routine, int64_t m, const C* a, const C* w,
+              C* out, bool accumulate) {
+  if constexpr (std::is_same_v<C, float>) {
+    routine.Run(device, a, w, out, accumulate);
+  } else {
+    BatchedGemm<C>(device, 1, m, plan.group_out_features,
+                   plan.kernel_count * plan.group_in_features, a, false, w,
+                   false, out, accumulate);
+  }
+}
 
 template <typename C>
 const C* PrepareAnyType(const Eigen::ThreadPoolDevice* device,
@@ -109,6 +147,26 @@ const C* GroupKernels(const Eigen::ThreadPoolDevice* device,
   return static_cast<const C*>(storage->data());
 }
 
+// Scratch memory of the calling thread that outlives the call: patch tiles
+// are half a MiB, and a fresh allocation per tile cost page faults and
+// zeroing on every execution. REQUIRES: no other use of `slot` on this
+// thread while the result is in use.
+template <typename C>
+C* ThreadScratch(int slot, int64_t count) {
+  struct Block {
+    std::unique_ptr<char[]> data;
+    int64_t size = 0;
+  };
+  thread_local Block blocks[2];
+  Block& b = blocks[slot];
+  const int64_t bytes = std::max<int64_t>(1, count) * sizeof(C);
+  if (b.size < bytes) {
+    b.data.reset(new char[bytes]);
+    b.size = bytes;
+  }
+  return reinterpret_cast<C*>(b.data.get());
+}
+
 // Fills patch rows [r0, r1) of group `group`: row r, column k * Cg + c holds
 // the input element under tap k for feature c of the group (0 off the input).
 template <typename C>
@@ -135,8 +193,16 @@ void BuildPatches(const ConvPlan& plan, const C* x, int64_t group, int64_t r0,
         x + ((batch_offset + n) * plan.in_spatial_count) * plan.in_features +
         chan_offset;
     C* row = patch + (r - r0) * kc;
+    // The taps along the last spatial dim usually read adjacent input
+    // positions; with all features of the input in the group, their
+    // features are one contiguous run, copied at once.
+    const int64_t kl = d > 0 ? plan.kernel_spatial[d - 1] : 1;
+    const int64_t* last =
+        d > 0 ? plan.tables[d - 1].data() + pos[d - 1] * kl : nullptr;
+    bool run = d > 0 && cg == plan.in_features && kl > 0 && last[0] >= 0;
+    for (int64_t t = 1; run && t < kl; ++t) run = last[t] == last[0] + t;
     std::fill(tap.begin(), tap.end(), 0);
-    for (int64_t k = 0; k < plan.kernel_count; ++k) {
+    for (int64_t k = 0; k < plan.kernel_count; k += run ? kl : 1) {
       int64_t offset = 0;
       bool valid = true;
       for (int64_t s = 0; s < d; ++s) {
@@ -149,12 +215,13 @@ void BuildPatches(const ConvPlan& plan, const C* x, int64_t group, int64_t r0,
         offset += index * in_strides[s + 1];
       }
       C* dst = row + k * cg;
+      const int64_t count = run ? kl * cg : cg;
       if (valid) {
-        std::memcpy(dst, image + offset * plan.in_features, cg * sizeof(C));
+        std::memcpy(dst, image + offset * plan.in_features, count * sizeof(C));
       } else {
-        std::fill(dst, dst + cg, C(0));
+        std::fill(dst, dst + count, C(0));
       }
-      for (int64_t s = d - 1; s >= 0; --s) {
+      for (int64_t s = run ? d - 2 : d - 1; s >= 0; --s) {
         if (++tap[s] < plan.kernel_spatial[s]) break;
         tap[s] = 0;
       }
@@ -171,39 +238,32 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
   const int64_t kc = plan.kernel_count * cg;
   if (rows == 0 || plan.out_features == 0) return;
   if (plan.direct) {
-    BatchedGemm<C>(device, 1, rows, og, kc, x, false, w, false, out,
-                   accumulate);
+    ConvGemm<C>(device, plan, plan.direct_routine, rows, x, w, out, accumulate);
     return;
   }
-  // Tiles of ~512 KiB of patches, at least a few per thread for balance.
-  const int64_t threads = device == nullptr ? 1 : device->numThreads();
-  int64_t tile = std::max<int64_t>(
-      16, (512 * 1024) / std::max<int64_t>(1, kc * sizeof(C)));
-  const int64_t balanced =
-      (rows * plan.groups + 4 * threads - 1) / (4 * threads);
-  tile = std::max<int64_t>(8, std::min(tile, std::max<int64_t>(balanced, 8)));
-  tile = std::min(tile, rows);
+  const int64_t tile = plan.tile;
   const int64_t tiles = (rows + tile - 1) / tile;
   auto work = [&](int64_t begin, int64_t end) {
-    std::vector<C> patch(tile * std::max<int64_t>(kc, 1));
-    std::vector<C> tile_out(plan.groups > 1 ? tile * og : 0);
+    C* patch = ThreadScratch<C>(0, tile * std::max<int64_t>(kc, 1));
+    C* tile_out = ThreadScratch<C>(1, plan.groups > 1 ? tile * og : 0);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t g = item / tiles;
       const int64_t r0 = (item % tiles) * tile;
       const int64_t r1 = std::min(rows, r0 + tile);
       const int64_t m = r1 - r0;
       const C* wg = w + g * kc * og;
-      if (kc > 0) BuildPatches(plan, x, g, r0, r1, patch.data());
+      if (kc > 0) BuildPatches(plan, x, g, r0, r1, patch);
+      const GemmRoutine& routine =
+          m == tile ? plan.tile_routine : plan.tail_routine;
       if (plan.groups == 1) {
-        BatchedGemm<C>(nullptr, 1, m, og, kc, patch.data(), false, wg, false,
-                       out + r0 * og, accumulate);
+        ConvGemm<C>(nullptr, plan, routine, m, patch, wg, out + r0 * og,
+                    accumulate);
         continue;
       }
-      BatchedGemm<C>(nullptr, 1, m, og, kc, patch.data(), false, wg, false,
-                     tile_out.data(), false);
+      ConvGemm<C>(nullptr, plan, routine, m, patch, wg, tile_out, false);
       for (int64_t r = 0; r < m; ++r) {
         C* dst = out + (r0 + r) * plan.out_features + g * og;
-        const C* src = tile_out.data() + r * og;
+        const C* src = tile_out + r * og;
         if (accumulate) {
           for (int64_t j = 0; j < og; ++j) dst[j] += src[j];
         } else {
@@ -220,59 +280,97 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
   }
 }
 
+// out (canonical [N_out, P..., O], compute type C) = conv(operands).
+template <typename C>
+void ComputeCanonical(const Eigen::ThreadPoolDevice* device,
+                      const ConvPlan& plan, absl::Span<const Operand> operands,
+                      C* out) {
+  auto pass = [&](OperandRounding lr, OperandRounding rr, bool accumulate) {
+    std::shared_ptr<AlignedBuffer> xs, ws, gs;
+    const C* x =
+        PrepareAnyType<C>(device, *operands[0].value, plan.input_perm, lr, xs);
+    const C* w_canonical =
+        PrepareAnyType<C>(device, *operands[1].value, plan.kernel_perm, rr, ws);
+    const C* w = GroupKernels<C>(device, plan, w_canonical, gs);
+    RunConvPass<C>(device, plan, x, w, out, accumulate);
+  };
+  if (plan.out_features > 0 &&
+      plan.group_in_features * plan.kernel_count == 0) {
+    std::fill(out, out + plan.result.element_count(), C(0));
+  } else {
+    RunPrecisionPasses(plan.tpu_passes, pass);
+  }
+}
+
+// An f32 convolution with its epilogue: the convolution's output stays
+// canonical and the epilogue writes the root's result from it.
+std::unique_ptr<Kernel> MakeFusedConvKernel(ConvPlan plan,
+                                            ConvEpilogue epilogue,
+                                            Shape root_shape) {
+  return MakeKernel(
+      [plan = std::move(plan), epilogue = std::move(epilogue),
+       root_shape = std::move(root_shape)](
+          KernelContext& context,
+          absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        const Eigen::ThreadPoolDevice* device = context.device();
+        Literal result = Literal::Uninitialized(root_shape);
+        float* out = static_cast<float*>(result.mutable_untyped_data());
+        std::shared_ptr<AlignedBuffer> storage;
+        float* conv = out;
+        if (!epilogue.pool.empty()) {
+          storage = AlignedBuffer::Allocate(plan.result.element_count() * 4);
+          conv = static_cast<float*>(storage->data());
+        }
+        ComputeCanonical<float>(device, plan, operands, conv);
+        const float* bias = operands.size() > 2
+                                ? operands[2].value->data<float>().data()
+                                : nullptr;
+        ApplyConvEpilogue(device, epilogue, plan.canonical_output_dims, conv,
+                          bias, out);
+        return result;
+      });
+}
+
 template <typename R>
 std::unique_ptr<Kernel> MakeConvKernel(ConvPlan plan) {
   using C = GemmType<R>;
-  return MakeKernel([plan = std::move(plan)](KernelContext& context,
-                                             absl::Span<const Operand> operands)
-                        -> absl::StatusOr<Literal> {
-    const Eigen::ThreadPoolDevice* device = context.device();
-    Literal result = Literal::Uninitialized(plan.result);
-    const int64_t count = plan.result.element_count();
-    const bool in_place = std::is_same_v<C, R> && plan.output_perm.empty();
-    std::shared_ptr<AlignedBuffer> canonical_storage;
-    C* out;
-    if (in_place) {
-      out = static_cast<C*>(result.mutable_untyped_data());
-    } else {
-      canonical_storage = AlignedBuffer::Allocate(count * sizeof(C));
-      out = static_cast<C*>(canonical_storage->data());
-    }
-    auto pass = [&](OperandRounding lr, OperandRounding rr, bool accumulate) {
-      std::shared_ptr<AlignedBuffer> xs, ws, gs;
-      const C* x = PrepareAnyType<C>(device, *operands[0].value,
-                                     plan.input_perm, lr, xs);
-      const C* w_canonical = PrepareAnyType<C>(device, *operands[1].value,
-                                               plan.kernel_perm, rr, ws);
-      const C* w = GroupKernels<C>(device, plan, w_canonical, gs);
-      RunConvPass<C>(device, plan, x, w, out, accumulate);
-    };
-    if (plan.out_features > 0 &&
-        plan.group_in_features * plan.kernel_count == 0) {
-      std::fill(out, out + count, C(0));
-    } else {
-      RunPrecisionPasses(plan.tpu_passes, pass);
-    }
-    if (in_place) return result;
-    const C* canonical = out;
-    std::shared_ptr<AlignedBuffer> converted;
-    if constexpr (!std::is_same_v<C, R>) {
-      converted = AlignedBuffer::Allocate(count * sizeof(R));
-      R* dst = static_cast<R*>(converted->data());
-      UnaryLoop(device, canonical, dst, count, 2,
-                [](const C& v) { return static_cast<R>(v); });
-      if (plan.output_perm.empty()) {
-        std::memcpy(result.mutable_untyped_data(), dst, count * sizeof(R));
+  return MakeKernel(
+      [plan = std::move(plan)](
+          KernelContext& context,
+          absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        const Eigen::ThreadPoolDevice* device = context.device();
+        Literal result = Literal::Uninitialized(plan.result);
+        const int64_t count = plan.result.element_count();
+        const bool in_place = std::is_same_v<C, R> && plan.output_perm.empty();
+        std::shared_ptr<AlignedBuffer> canonical_storage;
+        C* out;
+        if (in_place) {
+          out = static_cast<C*>(result.mutable_untyped_data());
+        } else {
+          canonical_storage = AlignedBuffer::Allocate(count * sizeof(C));
+          out = static_cast<C*>(canonical_storage->data());
+        }
+        ComputeCanonical<C>(device, plan, operands, out);
+        if (in_place) return result;
+        const C* canonical = out;
+        std::shared_ptr<AlignedBuffer> converted;
+        if constexpr (!std::is_same_v<C, R>) {
+          converted = AlignedBuffer::Allocate(count * sizeof(R));
+          R* dst = static_cast<R*>(converted->data());
+          UnaryLoop(device, canonical, dst, count, 2,
+                    [](const C& v) { return static_cast<R>(v); });
+          if (plan.output_perm.empty()) {
+            std::memcpy(result.mutable_untyped_data(), dst, count * sizeof(R));
+            return result;
+          }
+          Transpose(device, sizeof(R), plan.canonical_output_dims,
+                    plan.output_perm, dst, result.mutable_untyped_data());
+        } else {
+          Transpose(device, sizeof(R), plan.canonical_output_dims,
+                    plan.output_perm, canonical, result.mutable_untyped_data());
+        }
         return result;
-      }
-      Transpose(device, sizeof(R), plan.canonical_output_dims, plan.output_perm,
-                dst, result.mutable_untyped_data());
-    } else {
-      Transpose(device, sizeof(R), plan.canonical_output_dims, plan.output_perm,
-                canonical, result.mutable_untyped_data());
-    }
-    return result;
-  });
+      });
 }
 
 // Checks that `dims` (the named roles of one operand) are distinct and cover
@@ -302,8 +400,10 @@ bool IsIdentityPerm(const std::vector<int64_t>& perm) {
   return true;
 }
 
-absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
-    const HloInstruction& instruction, KernelCompiler& compiler) {
+// Checks operands and dimension numbers; fills the permutations of `plan`
+// and the canonical order of the output dims (`out_roles`).
+absl::Status ReadLayouts(const HloInstruction& instruction, ConvPlan& plan,
+                         std::vector<int64_t>& out_roles) {
   if (absl::Status s = ExpectOperands(instruction, 2); !s.ok()) return s;
   const Shape& lhs = instruction.operand(0)->shape();
   const Shape& rhs = instruction.operand(1)->shape();
@@ -326,7 +426,6 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
                      dn.output_spatial_dimensions_size(),
                      " output spatial dimensions; they must agree"));
   }
-  ConvPlan plan;
   plan.spatial_rank = d;
   plan.input_perm.push_back(dn.input_batch_dimension());
   for (int64_t s : dn.input_spatial_dimensions()) plan.input_perm.push_back(s);
@@ -336,11 +435,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
   }
   plan.kernel_perm.push_back(dn.kernel_input_feature_dimension());
   plan.kernel_perm.push_back(dn.kernel_output_feature_dimension());
-  std::vector<int64_t> out_roles;  // canonical order of output dims
   out_roles.push_back(dn.output_batch_dimension());
   for (int64_t s : dn.output_spatial_dimensions()) out_roles.push_back(s);
   out_roles.push_back(dn.output_feature_dimension());
-  const Shape& result_shape = instruction.shape();
   if (absl::Status s = CheckPermutation(plan.input_perm, lhs.rank(), "input");
       !s.ok()) {
     return s;
@@ -350,10 +447,26 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
     return s;
   }
   if (absl::Status s =
-          CheckPermutation(out_roles, result_shape.rank(), "output");
+          CheckPermutation(out_roles, instruction.shape().rank(), "output");
       !s.ok()) {
     return s;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ConvPlan> BuildConvPlan(const HloInstruction& instruction,
+                                       KernelCompiler& compiler) {
+  ConvPlan plan;
+  std::vector<int64_t> out_roles;
+  if (absl::Status s = ReadLayouts(instruction, plan, out_roles); !s.ok()) {
+    return s;
+  }
+  const Shape& lhs = instruction.operand(0)->shape();
+  const Shape& rhs = instruction.operand(1)->shape();
+  const xla::ConvolutionDimensionNumbers& dn =
+      instruction.proto().convolution_dimension_numbers();
+  const int64_t d = plan.spatial_rank;
+  const Shape& result_shape = instruction.shape();
   plan.in_batch = lhs.dimensions(dn.input_batch_dimension());
   plan.in_features = lhs.dimensions(dn.input_feature_dimension());
   for (int64_t s : dn.input_spatial_dimensions()) {
@@ -457,6 +570,15 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
   plan.tpu_passes =
       TpuPrecisionPasses(compiler.options().tpu_numerics, instruction,
                          lhs.element_type(), rhs.element_type(), rt);
+  PlanGemms(plan);
+  return plan;
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
+    const HloInstruction& instruction, KernelCompiler& compiler) {
+  absl::StatusOr<ConvPlan> plan = BuildConvPlan(instruction, compiler);
+  if (!plan.ok()) return plan.status();
+  const xla::PrimitiveType rt = instruction.shape().element_type();
   return DispatchType(
       rt,
       [&](auto tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
@@ -464,7 +586,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
         if constexpr (std::is_same_v<R, bool>) {
           return UnsupportedType(instruction, rt);
         } else {
-          return MakeConvKernel<R>(std::move(plan));
+          return MakeConvKernel<R>(*std::move(plan));
         }
       },
       [&]() -> absl::StatusOr<std::unique_ptr<Kernel>> {
@@ -472,10 +594,34 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
       });
 }
 
+// The fused factory (kFusedConvolutionOpcode), called with the root of a
+// pattern MatchConvEpilogue accepts.
+absl::StatusOr<std::unique_ptr<Kernel>> CompileFusedConvolution(
+    const HloInstruction& root, KernelCompiler& compiler) {
+  std::optional<ConvEpilogue> epilogue =
+      MatchConvEpilogue(root, nullptr, nullptr);
+  if (!epilogue) {
+    return absl::UnimplementedError(
+        absl::StrCat(kFusedConvolutionOpcode, " is not an HLO opcode (",
+                     root.opcode(), " does not end a convolution epilogue)"));
+  }
+  absl::StatusOr<ConvPlan> plan =
+      BuildConvPlan(*epilogue->convolution, compiler);
+  if (!plan.ok()) return plan.status();
+  if (plan->result.element_type() != xla::F32 || !plan->output_perm.empty() ||
+      (epilogue->bias != nullptr &&
+       epilogue->bias->shape().element_count() != plan->out_features)) {
+    return Malformed("convolution epilogue does not fit its convolution");
+  }
+  return MakeFusedConvKernel(*std::move(plan), *std::move(epilogue),
+                             root.shape());
+}
+
 }  // namespace
 
 void RegisterConvolutionKernels(KernelRegistry& registry) {
   registry.Register("convolution", &CompileConvolution);
+  registry.Register(kFusedConvolutionOpcode, &CompileFusedConvolution);
 }
 
 }  // namespace tpu::emulator::interpreter

@@ -1,6 +1,8 @@
-// A whole small model: one MLP training step (forward, backward, SGD) with
-// batch 256, 512 -> 1024 -> 128, reported as ms per step. Run:
-//   bazel run -c opt //emulator/interpreter:model_benchmark
+// Whole small models, reported as ms per step: an MLP training step
+// (forward, backward, SGD) with batch 256, 512 -> 1024 -> 128, and a CNN
+// inference step whose achieved GFLOP/s is compared with the best GEMM rate
+// (goal: ratio >= 0.5). Run:
+//   bazel run //emulator/interpreter:model_benchmark
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -131,12 +133,52 @@ ENTRY step {
 }
 )");
 
+// The best GEMM rate of the interpreter: an f32 1024^3 dot (routed to the
+// fastest library), as a runnable measurement.
+std::function<void()> BestGemm() {
+  static std::unique_ptr<Executable> exe = bench::MustCompile(R"(
+ENTRY e {
+  a = f32[1024,1024] parameter(0)
+  b = f32[1024,1024] parameter(1)
+  ROOT d = f32[1024,1024] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  static Literal a = Filled({1024, 1024});
+  return [] {
+    ExecutionContext context;
+    context.device = bench::Device();
+    absl::StatusOr<Literal> out = exe->Execute({a, a}, context, nullptr);
+    if (!out.ok()) std::abort();
+  };
+}
+constexpr double kBestGemmFlops = 2.0 * 1024 * 1024 * 1024;
+
+// Reports the step's achieved GFLOP/s (its convolutions and dots) and the
+// ratio to the best GEMM rate, measured alternately in the same run.
+void ReportVsGemm(benchmark::State& state, const Executable& exe,
+                  const std::vector<Literal>& args, double flops) {
+  auto step = [&] {
+    ExecutionContext context;
+    context.device = bench::Device();
+    absl::StatusOr<Literal> out = exe.Execute(args, context, nullptr);
+    if (!out.ok()) std::abort();
+  };
+  auto [seconds, gemm_seconds] =
+      bench::BestSecondsInterleaved(step, BestGemm());
+  state.counters["GFLOPS"] = flops / seconds / 1e9;
+  state.counters["gemm_GFLOPS"] = kBestGemmFlops / gemm_seconds / 1e9;
+  state.counters["ratio"] = (flops / seconds) / (kBestGemmFlops / gemm_seconds);
+}
+
 void BM_CnnInferenceStep(benchmark::State& state) {
   std::unique_ptr<Executable> exe = bench::MustCompile(kCnnStep);
   std::vector<Literal> args = {
       Filled({32, 32, 32, 3}), Filled({3, 3, 3, 32}), Filled({32}),
       Filled({3, 3, 32, 64}),  Filled({64}),          Filled({4096, 10})};
   MeasureSteps(state, *exe, args);
+  // conv1 + conv2 + dense, 2 flops per multiply-add.
+  const double flops = 2.0 * (32 * 32 * 32) * (27 * 32) +
+                       2.0 * (32 * 16 * 16) * (288 * 64) + 2.0 * 32 * 4096 * 10;
+  ReportVsGemm(state, *exe, args, flops);
 }
 BENCHMARK(BM_CnnInferenceStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 
