@@ -1,6 +1,7 @@
 #include "emulator/interpreter/conv_epilogue.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "emulator/interpreter/kernel_util.h"
@@ -9,24 +10,41 @@
 namespace tpu::emulator::interpreter {
 namespace {
 
-bool IsF32(const HloInstruction& i) {
-  return i.shape().IsArray() && i.shape().element_type() == xla::F32;
+bool Is(const HloInstruction& i, xla::PrimitiveType type) {
+  return i.shape().IsArray() && i.shape().element_type() == type;
 }
 
-// The value of an f32 scalar constant.
-std::optional<float> ScalarConstant(const HloInstruction& i) {
-  if (i.opcode() != "constant" || !IsF32(i) || i.shape().rank() != 0 ||
-      i.proto().literal().f32s_size() != 1) {
+// The value of a scalar constant of `type` (f32 or bf16).
+std::optional<float> ScalarConstant(const HloInstruction& i,
+                                    xla::PrimitiveType type) {
+  if (i.opcode() != "constant" || !Is(i, type) || i.shape().rank() != 0) {
     return std::nullopt;
   }
-  return i.proto().literal().f32s(0);
+  const xla::LiteralProto& literal = i.proto().literal();
+  if (type == xla::F32 && literal.f32s_size() == 1) return literal.f32s(0);
+  if (type == xla::BF16 && literal.bf16s().size() == 2) {
+    uint16_t bits;
+    std::memcpy(&bits, literal.bf16s().data(), 2);  // little-endian
+    return static_cast<float>(Eigen::numext::bit_cast<bf16>(bits));
+  }
+  return std::nullopt;
+}
+
+// A scalar constant of `type`, or a broadcast of one.
+std::optional<float> UniformConstant(const HloInstruction& i,
+                                     xla::PrimitiveType type) {
+  if (i.opcode() == "broadcast" && i.operand_count() == 1 && Is(i, type)) {
+    return ScalarConstant(*i.operand(0), type);
+  }
+  return ScalarConstant(i, type);
 }
 
 // The operand of broadcast `b` if it broadcasts along exactly `dims`.
 const HloInstruction* BroadcastOf(const HloInstruction& b,
-                                  const std::vector<int64_t>& dims) {
-  if (b.opcode() != "broadcast" || b.operand_count() != 1 || !IsF32(b) ||
-      !IsF32(*b.operand(0))) {
+                                  const std::vector<int64_t>& dims,
+                                  xla::PrimitiveType type) {
+  if (b.opcode() != "broadcast" || b.operand_count() != 1 || !Is(b, type) ||
+      !Is(*b.operand(0), type)) {
     return nullptr;
   }
   if (b.proto().dimensions_size() != static_cast<int>(dims.size())) {
@@ -55,12 +73,13 @@ bool CanonicalOutput(const HloInstruction& conv) {
 }
 
 // Window sizes of a max pool over spatial dims (see ConvEpilogue::pool).
-std::optional<std::vector<int64_t>> PoolWindow(const HloInstruction& rw) {
+std::optional<std::vector<int64_t>> PoolWindow(const HloInstruction& rw,
+                                               xla::PrimitiveType type) {
   if (rw.operand_count() != 2 || rw.called_computations().size() != 1 ||
       MatchReducer(*rw.called_computations()[0]) != Red::kMax) {
     return std::nullopt;
   }
-  std::optional<float> init = ScalarConstant(*rw.operand(1));
+  std::optional<float> init = ScalarConstant(*rw.operand(1), type);
   if (!init || !(std::isinf(*init) && *init < 0)) return std::nullopt;
   const xla::Window& window = rw.proto().window();
   const int64_t rank = rw.shape().rank();
@@ -100,20 +119,21 @@ std::optional<ConvEpilogue> MatchConvEpilogue(
     return it != users->end() && it->second == 1 && i != computation_root;
   };
   const HloInstruction* x = &root;
-  if (!IsF32(*x)) return std::nullopt;
+  e.type = root.shape().IsArray() ? root.shape().element_type() : xla::PRED;
+  if (e.type != xla::F32 && e.type != xla::BF16) return std::nullopt;
   if (x->opcode() == "reduce-window") {
-    std::optional<std::vector<int64_t>> pool = PoolWindow(*x);
+    std::optional<std::vector<int64_t>> pool = PoolWindow(*x, e.type);
     if (!pool || !inner(x->operand(0))) return std::nullopt;
     e.pool = *pool;
     x = x->operand(0);
   }
   const int64_t rank = x->shape().rank();
-  if (x->opcode() == "maximum" && x->operand_count() == 2) {
+  if (x->opcode() == "maximum" && x->operand_count() == 2 && Is(*x, e.type)) {
     for (int first = 0; first < 2; ++first) {
       const HloInstruction* b = x->operand(first);
-      const HloInstruction* scalar = BroadcastOf(*b, {});
-      std::optional<float> floor =
-          scalar == nullptr ? std::nullopt : ScalarConstant(*scalar);
+      std::optional<float> floor = b->opcode() == "broadcast"
+                                       ? UniformConstant(*b, e.type)
+                                       : std::nullopt;
       const HloInstruction* value = x->operand(1 - first);
       if (floor && inner(b) && inner(value) && b != value) {
         e.has_floor = true;
@@ -125,11 +145,30 @@ std::optional<ConvEpilogue> MatchConvEpilogue(
         break;
       }
     }
+  } else if (x->opcode() == "clamp" && x->operand_count() == 3 &&
+             Is(*x, e.type)) {
+    const HloInstruction* lo = x->operand(0);
+    const HloInstruction* hi = x->operand(2);
+    std::optional<float> floor = UniformConstant(*lo, e.type);
+    std::optional<float> ceiling = UniformConstant(*hi, e.type);
+    const HloInstruction* value = x->operand(1);
+    if (floor && ceiling && inner(value) && value != lo && value != hi &&
+        (lo->opcode() != "broadcast" || inner(lo)) &&
+        (hi->opcode() != "broadcast" || inner(hi)) && lo != hi) {
+      e.has_floor = e.has_ceiling = true;
+      e.floor = *floor;
+      e.ceiling = *ceiling;
+      for (const HloInstruction* b : {lo, hi}) {
+        if (b->opcode() == "broadcast") e.absorbed.push_back(b);
+      }
+      e.absorbed.push_back(x);
+      x = value;
+    }
   }
-  if (x->opcode() == "add" && x->operand_count() == 2) {
+  if (x->opcode() == "add" && x->operand_count() == 2 && Is(*x, e.type)) {
     for (int k = 0; k < 2; ++k) {
       const HloInstruction* b = x->operand(k);
-      const HloInstruction* bias = BroadcastOf(*b, {rank - 1});
+      const HloInstruction* bias = BroadcastOf(*b, {rank - 1}, e.type);
       const HloInstruction* value = x->operand(1 - k);
       if (bias != nullptr && value->opcode() == "convolution" && inner(b) &&
           inner(value)) {
@@ -141,8 +180,8 @@ std::optional<ConvEpilogue> MatchConvEpilogue(
       }
     }
   }
-  if (x->opcode() != "convolution" || x->operand_count() != 2 || !IsF32(*x) ||
-      !CanonicalOutput(*x) || x == &root) {
+  if (x->opcode() != "convolution" || x->operand_count() != 2 ||
+      !Is(*x, e.type) || !CanonicalOutput(*x) || x == &root) {
     return std::nullopt;
   }
   e.convolution = x;
@@ -157,42 +196,63 @@ std::optional<ConvEpilogue> MatchConvEpilogue(
 
 namespace {
 
-// XLA's maximum (NaN propagates; the first operand wins ties).
+// XLA's maximum and minimum (NaN propagates; the first operand wins ties).
 inline float Max(float a, float b) { return (a > b || a != a) ? a : b; }
+inline float Min(float a, float b) { return (a < b || a != a) ? a : b; }
 
-// dst = floor(src + bias) over one row of features, each stage only if the
-// epilogue has it; loops without branches so that they vectorize.
-void Stage(const ConvEpilogue& e, const float* src, const float* bias,
+// Rounds as an instruction of element type T stores its result.
+template <typename T>
+inline float Round(float v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else {
+    return static_cast<float>(static_cast<T>(v));
+  }
+}
+
+// dst = the stages of `e` on one row of features of the unrounded
+// convolution output, each rounded to T; loops without branches inside so
+// that they vectorize.
+template <typename T>
+void Stage(const ConvEpilogue& e, const float* src, const T* bias,
            int64_t features, float* dst) {
+  for (int64_t f = 0; f < features; ++f) dst[f] = Round<T>(src[f]);
   if (bias != nullptr) {
-    for (int64_t f = 0; f < features; ++f) dst[f] = src[f] + bias[f];
-    src = dst;
+    for (int64_t f = 0; f < features; ++f) {
+      dst[f] = Round<T>(dst[f] + static_cast<float>(bias[f]));
+    }
   }
   if (e.has_floor) {
     const float floor = e.floor;
     if (e.floor_first) {
-      for (int64_t f = 0; f < features; ++f) dst[f] = Max(floor, src[f]);
+      for (int64_t f = 0; f < features; ++f) dst[f] = Max(floor, dst[f]);
     } else {
-      for (int64_t f = 0; f < features; ++f) dst[f] = Max(src[f], floor);
+      for (int64_t f = 0; f < features; ++f) dst[f] = Max(dst[f], floor);
     }
-    src = dst;
   }
-  if (src != dst) std::copy(src, src + features, dst);
+  if (e.has_ceiling) {
+    const float ceiling = e.ceiling;
+    for (int64_t f = 0; f < features; ++f) dst[f] = Min(dst[f], ceiling);
+  }
 }
 
-}  // namespace
-
-void ApplyConvEpilogue(const Eigen::ThreadPoolDevice* device,
-                       const ConvEpilogue& e, const std::vector<int64_t>& dims,
-                       const float* in, const float* bias, float* out) {
+template <typename T>
+void Apply(const Eigen::ThreadPoolDevice* device, const ConvEpilogue& e,
+           const std::vector<int64_t>& dims, const float* in, const T* bias,
+           T* out) {
   const int64_t features = dims.back();
   if (e.pool.empty()) {
     int64_t positions = 1;
     for (size_t d = 0; d + 1 < dims.size(); ++d) positions *= dims[d];
     ParallelFor(
-        device, positions, 2.0 * features, [&](int64_t begin, int64_t end) {
+        device, positions, 3.0 * features, [&](int64_t begin, int64_t end) {
+          std::vector<float> value(features);
           for (int64_t p = begin; p < end; ++p) {
-            Stage(e, in + p * features, bias, features, out + p * features);
+            Stage<T>(e, in + p * features, bias, features, value.data());
+            T* dst = out + p * features;
+            for (int64_t f = 0; f < features; ++f) {
+              dst[f] = static_cast<T>(value[f]);
+            }
           }
         });
     return;
@@ -209,7 +269,7 @@ void ApplyConvEpilogue(const Eigen::ThreadPoolDevice* device,
   ParallelFor(device, out_positions, 3.0 * taps * features,
               [&](int64_t begin, int64_t end) {
                 std::vector<int64_t> pos(spatial + 1), tap(spatial, 0);
-                std::vector<float> value(features);
+                std::vector<float> value(features), acc(features);
                 for (int64_t o = begin; o < end; ++o) {
                   int64_t rem = o;
                   for (int64_t s = spatial; s >= 0; --s) {
@@ -222,8 +282,7 @@ void ApplyConvEpilogue(const Eigen::ThreadPoolDevice* device,
                   }
                   // reduce-window's order: init, then the taps in row-major
                   // order.
-                  float* acc = out + o * features;
-                  std::fill(acc, acc + features,
+                  std::fill(acc.begin(), acc.end(),
                             -std::numeric_limits<float>::infinity());
                   std::fill(tap.begin(), tap.end(), 0);
                   for (int64_t t = 0; t < taps; ++t) {
@@ -231,7 +290,7 @@ void ApplyConvEpilogue(const Eigen::ThreadPoolDevice* device,
                     for (int64_t s = 0; s < spatial; ++s) {
                       offset += tap[s] * in_strides[s + 1];
                     }
-                    Stage(e, in + offset, bias, features, value.data());
+                    Stage<T>(e, in + offset, bias, features, value.data());
                     for (int64_t f = 0; f < features; ++f) {
                       acc[f] = Max(acc[f], value[f]);
                     }
@@ -240,8 +299,26 @@ void ApplyConvEpilogue(const Eigen::ThreadPoolDevice* device,
                       tap[s] = 0;
                     }
                   }
+                  T* dst = out + o * features;
+                  for (int64_t f = 0; f < features; ++f) {
+                    dst[f] = static_cast<T>(acc[f]);
+                  }
                 }
               });
+}
+
+}  // namespace
+
+void ApplyConvEpilogue(const Eigen::ThreadPoolDevice* device,
+                       const ConvEpilogue& e, const std::vector<int64_t>& dims,
+                       const float* in, const void* bias, void* out) {
+  if (e.type == xla::BF16) {
+    Apply<bf16>(device, e, dims, in, static_cast<const bf16*>(bias),
+                static_cast<bf16*>(out));
+  } else {
+    Apply<float>(device, e, dims, in, static_cast<const float*>(bias),
+                 static_cast<float*>(out));
+  }
 }
 
 }  // namespace tpu::emulator::interpreter

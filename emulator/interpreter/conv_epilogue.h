@@ -30,12 +30,20 @@ inline constexpr char kFusedConvolutionOpcode[] = "convolution+epilogue";
 
 struct ConvEpilogue {
   const HloInstruction* convolution = nullptr;
+  // F32 or BF16: every instruction of the pattern has this element type.
+  // bf16 values are computed in f32 and rounded after each instruction, as
+  // the unfused kernels do.
+  xla::PrimitiveType type = xla::F32;
   // add(conv, broadcast(bias)) along the feature dimension, if any.
-  const HloInstruction* bias = nullptr;  // the f32[features] operand
-  // maximum(x, broadcast(floor)) (floor_first: maximum(broadcast, x)).
+  const HloInstruction* bias = nullptr;  // the [features] operand
+  // maximum(x, broadcast(floor)) (floor_first: maximum(broadcast, x)), or
+  // the lower bound of clamp(floor, x, ceiling).
   bool has_floor = false;
   bool floor_first = false;
   float floor = 0.0f;
+  // The upper bound of clamp(floor, x, ceiling) (relu6).
+  bool has_ceiling = false;
+  float ceiling = 0.0f;
   // reduce-window max with init -inf over non-overlapping, unpadded windows
   // of these sizes on the spatial dimensions; empty if none.
   std::vector<int64_t> pool;
@@ -45,8 +53,9 @@ struct ConvEpilogue {
   std::vector<const HloInstruction*> leaves;
 };
 
-// Matches convolution -> [add bias] -> [maximum floor] -> [max pool] ending
-// at `root` (at least one stage after the convolution), all f32, with the
+// Matches convolution -> [add bias] -> [maximum floor | clamp] -> [max pool]
+// ending at `root` (at least one stage after the convolution), all f32 or
+// all bf16, with the
 // convolution's output in canonical order [batch, spatial..., feature].
 // When `users` is given, every value inside the pattern must have exactly
 // one user and not be `computation_root`.
@@ -55,13 +64,14 @@ std::optional<ConvEpilogue> MatchConvEpilogue(
     const absl::flat_hash_map<const HloInstruction*, int>* users,
     const HloInstruction* computation_root);
 
-// out = epilogue(in) where in is the convolution output with dims [batch,
-// spatial..., features] and out has the root's shape. in == out is allowed
-// without pooling. bias has `features` elements (or is null without bias).
+// out = epilogue(in) where in is the convolution output, unrounded f32,
+// with dims [batch, spatial..., features], and out (of epilogue.type) has
+// the root's shape. in == out is allowed for f32 without pooling. bias (of
+// epilogue.type) has `features` elements, or is null without bias.
 void ApplyConvEpilogue(const Eigen::ThreadPoolDevice* device,
                        const ConvEpilogue& epilogue,
                        const std::vector<int64_t>& dims, const float* in,
-                       const float* bias, float* out);
+                       const void* bias, void* out);
 
 }  // namespace tpu::emulator::interpreter
 

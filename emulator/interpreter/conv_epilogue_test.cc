@@ -245,3 +245,84 @@ ENTRY e {
 
 }  // namespace
 }  // namespace tpu::emulator::interpreter
+
+namespace tpu::emulator::interpreter {
+namespace {
+
+// bf16 convolution -> bias add -> relu6 (clamp), as TensorFlow's MobileNet
+// dumps it: fused and unfused (the clamp input has a second user) results
+// must be identical bit for bit, depthwise and pointwise.
+TEST(ConvEpilogueTest, Bf16ClampMatchesUnfusedExactly) {
+  for (const char* conv :
+       {"window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, "
+        "feature_group_count=6",
+        "window={size=1x1}, dim_labels=b01f_01io->b01f"}) {
+    SCOPED_TRACE(conv);
+    const bool depthwise = std::string(conv).find("group") != std::string::npos;
+    const std::string kernel = depthwise ? "bf16[3,3,1,6]" : "bf16[1,1,6,6]";
+    const std::string body = absl::StrCat(R"(
+ENTRY e {
+  x = bf16[2,5,7,6] parameter(0)
+  k = )",
+                                          kernel, R"( parameter(1)
+  bias = bf16[6] parameter(2)
+  zero = bf16[] constant(0)
+  six = bf16[] constant(6)
+  y = bf16[2,5,7,6] convolution(x, k), )",
+                                          conv, R"(
+  bb = bf16[2,5,7,6] broadcast(bias), dimensions={3}
+  z = bf16[2,5,7,6] add(y, bb)
+  lo = bf16[2,5,7,6] broadcast(zero), dimensions={}
+  hi = bf16[2,5,7,6] broadcast(six), dimensions={}
+  ROOT r = bf16[2,5,7,6] clamp(lo, z, hi)
+}
+)");
+    std::vector<float> x = Random(2 * 5 * 7 * 6, 4);
+    for (float& v : x) v *= 8;  // some results above 6, some below 0
+    std::vector<float> k = Random(depthwise ? 54 : 36, 5), b = Random(6, 6);
+    auto bf16s = [](const std::vector<float>& v) {
+      return std::vector<Eigen::bfloat16>(v.begin(), v.end());
+    };
+    auto run = [&](const std::string& text) {
+      return testing::RunHlo(
+          Module(text),
+          {Vec<Eigen::bfloat16>(xla::BF16, {2, 5, 7, 6}, bf16s(x)),
+           Vec<Eigen::bfloat16>(xla::BF16,
+                                depthwise ? std::vector<int64_t>{3, 3, 1, 6}
+                                          : std::vector<int64_t>{1, 1, 6, 6},
+                                bf16s(k)),
+           Vec<Eigen::bfloat16>(xla::BF16, {6}, bf16s(b))},
+          {}, Pool());
+    };
+    ExecutionStats stats;
+    absl::StatusOr<Literal> fused = testing::RunHlo(
+        Module(body),
+        {Vec<Eigen::bfloat16>(xla::BF16, {2, 5, 7, 6}, bf16s(x)),
+         Vec<Eigen::bfloat16>(xla::BF16,
+                              depthwise ? std::vector<int64_t>{3, 3, 1, 6}
+                                        : std::vector<int64_t>{1, 1, 6, 6},
+                              bf16s(k)),
+         Vec<Eigen::bfloat16>(xla::BF16, {6}, bf16s(b))},
+        {}, Pool(), &stats);
+    ASSERT_TRUE(fused.ok()) << fused.status();
+    EXPECT_EQ(stats.instructions_executed, 3);  // fused kernel + 2 constants
+    absl::StatusOr<Literal> plain = run(absl::StrReplaceAll(
+        body, {{"  ROOT r = bf16[2,5,7,6] clamp(lo, z, hi)",
+                "  r = bf16[2,5,7,6] clamp(lo, z, hi)\n"
+                "  ROOT t = (bf16[2,5,7,6], bf16[2,5,7,6]) tuple(r, z)"}}));
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    const std::vector<float> want =
+        testing::FloatValues(std::move(*plain).DecomposeTuple()[0]);
+    const std::vector<float> got = testing::FloatValues(*fused);
+    ASSERT_EQ(want.size(), got.size());
+    int clamped = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(want[i], got[i]) << i;
+      clamped += got[i] == 0.0f || got[i] == 6.0f;
+    }
+    EXPECT_GT(clamped, 0);
+  }
+}
+
+}  // namespace
+}  // namespace tpu::emulator::interpreter

@@ -50,6 +50,9 @@ struct ConvPlan {
   bool any_reversed = false;
   // 1x1, unit stride, no padding or dilation, one group: no im2col.
   bool direct = false;
+  // One input feature per group (depthwise): computed directly, vectorized
+  // over features, instead of im2col and a GEMM per group.
+  bool depthwise = false;
   // 0: exact; 1: bf16 operands (DEFAULT); 3: bf16x3 (HIGH).
   int tpu_passes = 0;
   // Rows (output positions) per im2col tile, and the library routes of the
@@ -135,7 +138,7 @@ const C* GroupKernels(const Eigen::ThreadPoolDevice* device,
     StridedCopy(device, sizeof(C), dims, base, strides, flipped->data());
     src = static_cast<const C*>(flipped->data());
   }
-  if (plan.groups == 1) {
+  if (plan.groups == 1 || plan.depthwise) {
     storage = std::move(flipped);
     return src;
   }
@@ -229,6 +232,69 @@ void BuildPatches(const ConvPlan& plan, const C* x, int64_t group, int64_t r0,
   }
 }
 
+// The depthwise pass: out[n, p, o] (+)= sum over taps of x[n, in(p, tap),
+// o / og] * w[tap, o], with w canonical [K..., 1, O]; one output position at
+// a time, features innermost.
+template <typename C>
+void RunDepthwisePass(const Eigen::ThreadPoolDevice* device,
+                      const ConvPlan& plan, const C* x, const C* w, C* out,
+                      bool accumulate) {
+  const int64_t d = plan.spatial_rank;
+  const int64_t o_dim = plan.out_features, og = plan.group_out_features;
+  const int64_t c_dim = plan.in_features;
+  std::vector<int64_t> in_strides(d + 1, 1);
+  for (int64_t s = d - 1; s >= 0; --s) {
+    in_strides[s] = in_strides[s + 1] * plan.in_spatial[s];
+  }
+  const int64_t rows = plan.out_batch * plan.out_spatial_count;
+  ParallelFor(
+      device, rows, 2.0 * plan.kernel_count * o_dim + 20,
+      [&](int64_t begin, int64_t end) {
+        std::vector<int64_t> pos(d), tap(d);
+        std::vector<C> acc(o_dim);
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t n = r / plan.out_spatial_count;
+          int64_t rem = r % plan.out_spatial_count;
+          for (int64_t s = d - 1; s >= 0; --s) {
+            pos[s] = rem % plan.out_spatial[s];
+            rem /= plan.out_spatial[s];
+          }
+          const C* image = x + n * plan.in_spatial_count * c_dim;
+          std::fill(acc.begin(), acc.end(), C(0));
+          std::fill(tap.begin(), tap.end(), 0);
+          for (int64_t k = 0; k < plan.kernel_count; ++k) {
+            int64_t offset = 0;
+            bool valid = true;
+            for (int64_t s = 0; s < d && valid; ++s) {
+              const int64_t index =
+                  plan.tables[s][pos[s] * plan.kernel_spatial[s] + tap[s]];
+              valid = index >= 0;
+              offset += index * in_strides[s + 1];
+            }
+            if (valid) {
+              const C* xr = image + offset * c_dim;
+              const C* wr = w + k * o_dim;
+              if (og == 1) {
+                for (int64_t o = 0; o < o_dim; ++o) acc[o] += xr[o] * wr[o];
+              } else {
+                for (int64_t o = 0; o < o_dim; ++o) {
+                  acc[o] += xr[o / og] * wr[o];
+                }
+              }
+            }
+            for (int64_t s = d - 1; s >= 0; --s) {
+              if (++tap[s] < plan.kernel_spatial[s]) break;
+              tap[s] = 0;
+            }
+          }
+          C* dst = out + r * o_dim;
+          for (int64_t o = 0; o < o_dim; ++o) {
+            dst[o] = accumulate ? dst[o] + acc[o] : acc[o];
+          }
+        }
+      });
+}
+
 // out (canonical [N_out * P, O]) = or += conv(x, w) for prepared operands.
 template <typename C>
 void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
@@ -239,6 +305,10 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
   if (rows == 0 || plan.out_features == 0) return;
   if (plan.direct) {
     ConvGemm<C>(device, plan, plan.direct_routine, rows, x, w, out, accumulate);
+    return;
+  }
+  if (plan.depthwise) {
+    RunDepthwisePass<C>(device, plan, x, w, out, accumulate);
     return;
   }
   const int64_t tile = plan.tile;
@@ -302,8 +372,9 @@ void ComputeCanonical(const Eigen::ThreadPoolDevice* device,
   }
 }
 
-// An f32 convolution with its epilogue: the convolution's output stays
-// canonical and the epilogue writes the root's result from it.
+// A convolution with its epilogue: the convolution's f32 output stays
+// canonical and unrounded, and the epilogue writes the root's result (f32 or
+// bf16) from it.
 std::unique_ptr<Kernel> MakeFusedConvKernel(ConvPlan plan,
                                             ConvEpilogue epilogue,
                                             Shape root_shape) {
@@ -314,17 +385,16 @@ std::unique_ptr<Kernel> MakeFusedConvKernel(ConvPlan plan,
           absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
         const Eigen::ThreadPoolDevice* device = context.device();
         Literal result = Literal::Uninitialized(root_shape);
-        float* out = static_cast<float*>(result.mutable_untyped_data());
+        void* out = result.mutable_untyped_data();
         std::shared_ptr<AlignedBuffer> storage;
-        float* conv = out;
-        if (!epilogue.pool.empty()) {
+        float* conv = static_cast<float*>(out);
+        if (!epilogue.pool.empty() || epilogue.type != xla::F32) {
           storage = AlignedBuffer::Allocate(plan.result.element_count() * 4);
           conv = static_cast<float*>(storage->data());
         }
         ComputeCanonical<float>(device, plan, operands, conv);
-        const float* bias = operands.size() > 2
-                                ? operands[2].value->data<float>().data()
-                                : nullptr;
+        const void* bias =
+            operands.size() > 2 ? operands[2].value->untyped_data() : nullptr;
         ApplyConvEpilogue(device, epilogue, plan.canonical_output_dims, conv,
                           bias, out);
         return result;
@@ -567,6 +637,8 @@ absl::StatusOr<ConvPlan> BuildConvPlan(const HloInstruction& instruction,
                       w.padding_high == 0 && w.base_dilation == 1;
   }
   plan.direct = trivial_window;
+  plan.depthwise =
+      !plan.batch_grouped && plan.groups > 1 && plan.group_in_features == 1;
   plan.tpu_passes =
       TpuPrecisionPasses(compiler.options().tpu_numerics, instruction,
                          lhs.element_type(), rhs.element_type(), rt);
@@ -608,7 +680,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileFusedConvolution(
   absl::StatusOr<ConvPlan> plan =
       BuildConvPlan(*epilogue->convolution, compiler);
   if (!plan.ok()) return plan.status();
-  if (plan->result.element_type() != xla::F32 || !plan->output_perm.empty() ||
+  if (plan->result.element_type() != epilogue->type ||
+      !plan->output_perm.empty() ||
       (epilogue->bias != nullptr &&
        epilogue->bias->shape().element_count() != plan->out_features)) {
     return Malformed("convolution epilogue does not fit its convolution");

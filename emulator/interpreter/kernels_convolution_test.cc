@@ -450,6 +450,13 @@ TEST(ConvolutionTest, ThreadedMatchesReference) {
   g.rhs_dims = {3, 3, 2, 16};
   CheckConv<float, float, float>(g, xla::F32, xla::F32, xla::F32, false,
                                  &device);
+  // Depthwise (one input feature per group): the direct pass, with
+  // batches, padding and strides, on the pool.
+  ConvSpec dw =
+      Nhwc({3, 17, 13, 8}, {3, 3, 1, 8}, {Win{3, 2, 1, 1}, Win{3, 1, 1, 1}});
+  dw.fgc = 8;
+  CheckConv<float, float, float>(dw, xla::F32, xla::F32, xla::F32, false,
+                                 &device);
   // 1x1 direct path.
   CheckConv<float, float, float>(
       Nhwc({2, 9, 9, 8}, {1, 1, 8, 5}, {Win{1}, Win{1}}), xla::F32, xla::F32,
