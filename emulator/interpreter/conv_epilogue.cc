@@ -200,13 +200,33 @@ namespace {
 inline float Max(float a, float b) { return (a > b || a != a) ? a : b; }
 inline float Min(float a, float b) { return (a < b || a != a) ? a : b; }
 
-// Rounds as an instruction of element type T stores its result.
+// Rounds as an instruction of element type T stores its result: for bf16,
+// Eigen's conversion (to nearest even; NaN becomes the quiet NaN of its
+// sign) written without branches so that it vectorizes.
 template <typename T>
 inline float Round(float v) {
   if constexpr (std::is_same_v<T, float>) {
     return v;
   } else {
-    return static_cast<float>(static_cast<T>(v));
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    const uint32_t nan = (u & 0x80000000u) | 0x7fc00000u;
+    u = (u & 0x7fffffffu) > 0x7f800000u ? nan : rounded;
+    std::memcpy(&v, &u, 4);
+    return v;
+  }
+}
+
+// Stores a value that is already exact in T.
+template <typename T>
+inline T Store(float v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return Eigen::numext::bit_cast<T>(static_cast<uint16_t>(u >> 16));
   }
 }
 
@@ -214,12 +234,12 @@ inline float Round(float v) {
 // convolution output, each rounded to T; loops without branches inside so
 // that they vectorize.
 template <typename T>
-void Stage(const ConvEpilogue& e, const float* src, const T* bias,
+void Stage(const ConvEpilogue& e, const float* src, const float* bias,
            int64_t features, float* dst) {
   for (int64_t f = 0; f < features; ++f) dst[f] = Round<T>(src[f]);
   if (bias != nullptr) {
     for (int64_t f = 0; f < features; ++f) {
-      dst[f] = Round<T>(dst[f] + static_cast<float>(bias[f]));
+      dst[f] = Round<T>(dst[f] + bias[f]);
     }
   }
   if (e.has_floor) {
@@ -238,9 +258,15 @@ void Stage(const ConvEpilogue& e, const float* src, const T* bias,
 
 template <typename T>
 void Apply(const Eigen::ThreadPoolDevice* device, const ConvEpilogue& e,
-           const std::vector<int64_t>& dims, const float* in, const T* bias,
-           T* out) {
+           const std::vector<int64_t>& dims, const float* in,
+           const T* bias_values, T* out) {
   const int64_t features = dims.back();
+  // The bias in f32 once (exact), so that the stage loops vectorize.
+  std::vector<float> bias_f32;
+  if (bias_values != nullptr) {
+    bias_f32.assign(bias_values, bias_values + features);
+  }
+  const float* bias = bias_values != nullptr ? bias_f32.data() : nullptr;
   if (e.pool.empty()) {
     int64_t positions = 1;
     for (size_t d = 0; d + 1 < dims.size(); ++d) positions *= dims[d];
@@ -251,7 +277,7 @@ void Apply(const Eigen::ThreadPoolDevice* device, const ConvEpilogue& e,
             Stage<T>(e, in + p * features, bias, features, value.data());
             T* dst = out + p * features;
             for (int64_t f = 0; f < features; ++f) {
-              dst[f] = static_cast<T>(value[f]);
+              dst[f] = Store<T>(value[f]);
             }
           }
         });
@@ -301,7 +327,7 @@ void Apply(const Eigen::ThreadPoolDevice* device, const ConvEpilogue& e,
                   }
                   T* dst = out + o * features;
                   for (int64_t f = 0; f < features; ++f) {
-                    dst[f] = static_cast<T>(acc[f]);
+                    dst[f] = Store<T>(acc[f]);
                   }
                 }
               });

@@ -53,12 +53,17 @@ struct ConvPlan {
   // One input feature per group (depthwise): computed directly, vectorized
   // over features, instead of im2col and a GEMM per group.
   bool depthwise = false;
+  // bf16 input (and, for the direct product, kernel) read as they are: set
+  // for bf16 operands without TPU passes on the direct path when its route
+  // takes bf16, and on the depthwise path.
+  bool bf16_input = false;
   // 0: exact; 1: bf16 operands (DEFAULT); 3: bf16x3 (HIGH).
   int tpu_passes = 0;
   // Rows (output positions) per im2col tile, and the library routes of the
   // f32 GEMMs: the direct product, a full tile and the last, shorter tile.
   int64_t tile = 1;
   GemmRoutine direct_routine, tile_routine, tail_routine;
+  xla::PrimitiveType lhs_type = xla::F32, rhs_type = xla::F32;
 };
 
 // Tiles of ~512 KiB of patches and at least 8 of them (for balance on the
@@ -73,7 +78,12 @@ void PlanGemms(ConvPlan& plan) {
   plan.tile = std::max<int64_t>(1, std::min(tile, rows));
   const xla::PrimitiveType rt = plan.result.element_type();
   if (rt != xla::F32 && rt != xla::BF16 && rt != xla::F16) return;
-  plan.direct_routine = GemmRoutine::Choose({1, rows, og, kc}, false);
+  const bool bf16 = plan.tpu_passes == 0 && plan.lhs_type == xla::BF16 &&
+                    plan.rhs_type == xla::BF16;
+  plan.direct_routine = GemmRoutine::Choose({1, rows, og, kc}, bf16);
+  plan.bf16_input =
+      bf16 &&
+      ((plan.direct && plan.direct_routine.bf16_operands()) || plan.depthwise);
   plan.tile_routine = GemmRoutine::Choose({1, plan.tile, og, kc}, false);
   plan.tail_routine = GemmRoutine::Choose({1, rows % plan.tile, og, kc}, false);
 }
@@ -232,12 +242,37 @@ void BuildPatches(const ConvPlan& plan, const C* x, int64_t group, int64_t r0,
   }
 }
 
+// acc[o] += x[o / og] * w[o] for one tap of a depthwise convolution.
+template <typename C, typename X>
+void AccumulateTap(const X* x, const C* w, int64_t o_dim, int64_t og, C* acc) {
+  if constexpr (std::is_same_v<X, bf16>) {
+    if (og == 1) {
+      // bf16 widened by a shift (exact), so that the loop vectorizes.
+      const auto* raw = reinterpret_cast<const uint16_t*>(x);
+      for (int64_t o = 0; o < o_dim; ++o) {
+        const uint32_t bits = static_cast<uint32_t>(raw[o]) << 16;
+        float v;
+        std::memcpy(&v, &bits, 4);
+        acc[o] += v * w[o];
+      }
+      return;
+    }
+  }
+  if (og == 1) {
+    for (int64_t o = 0; o < o_dim; ++o) acc[o] += static_cast<C>(x[o]) * w[o];
+  } else {
+    for (int64_t o = 0; o < o_dim; ++o) {
+      acc[o] += static_cast<C>(x[o / og]) * w[o];
+    }
+  }
+}
+
 // The depthwise pass: out[n, p, o] (+)= sum over taps of x[n, in(p, tap),
 // o / og] * w[tap, o], with w canonical [K..., 1, O]; one output position at
 // a time, features innermost.
-template <typename C>
+template <typename C, typename X>
 void RunDepthwisePass(const Eigen::ThreadPoolDevice* device,
-                      const ConvPlan& plan, const C* x, const C* w, C* out,
+                      const ConvPlan& plan, const X* x, const C* w, C* out,
                       bool accumulate) {
   const int64_t d = plan.spatial_rank;
   const int64_t o_dim = plan.out_features, og = plan.group_out_features;
@@ -259,7 +294,7 @@ void RunDepthwisePass(const Eigen::ThreadPoolDevice* device,
             pos[s] = rem % plan.out_spatial[s];
             rem /= plan.out_spatial[s];
           }
-          const C* image = x + n * plan.in_spatial_count * c_dim;
+          const X* image = x + n * plan.in_spatial_count * c_dim;
           std::fill(acc.begin(), acc.end(), C(0));
           std::fill(tap.begin(), tap.end(), 0);
           for (int64_t k = 0; k < plan.kernel_count; ++k) {
@@ -272,15 +307,8 @@ void RunDepthwisePass(const Eigen::ThreadPoolDevice* device,
               offset += index * in_strides[s + 1];
             }
             if (valid) {
-              const C* xr = image + offset * c_dim;
-              const C* wr = w + k * o_dim;
-              if (og == 1) {
-                for (int64_t o = 0; o < o_dim; ++o) acc[o] += xr[o] * wr[o];
-              } else {
-                for (int64_t o = 0; o < o_dim; ++o) {
-                  acc[o] += xr[o / og] * wr[o];
-                }
-              }
+              AccumulateTap(image + offset * c_dim, w + k * o_dim, o_dim, og,
+                            acc.data());
             }
             for (int64_t s = d - 1; s >= 0; --s) {
               if (++tap[s] < plan.kernel_spatial[s]) break;
@@ -308,7 +336,7 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
     return;
   }
   if (plan.depthwise) {
-    RunDepthwisePass<C>(device, plan, x, w, out, accumulate);
+    RunDepthwisePass<C, C>(device, plan, x, w, out, accumulate);
     return;
   }
   const int64_t tile = plan.tile;
@@ -357,6 +385,23 @@ void ComputeCanonical(const Eigen::ThreadPoolDevice* device,
                       C* out) {
   auto pass = [&](OperandRounding lr, OperandRounding rr, bool accumulate) {
     std::shared_ptr<AlignedBuffer> xs, ws, gs;
+    if constexpr (std::is_same_v<C, float>) {
+      if (plan.bf16_input) {
+        const bf16* x = PrepareOperand<bf16, bf16>(device, *operands[0].value,
+                                                   plan.input_perm, lr, xs);
+        if (plan.direct) {
+          const bf16* w = PrepareOperand<bf16, bf16>(device, *operands[1].value,
+                                                     plan.kernel_perm, rr, ws);
+          plan.direct_routine.Run(device, x, w, out, accumulate);
+          return;
+        }
+        const float* wc = PrepareAnyType<float>(device, *operands[1].value,
+                                                plan.kernel_perm, rr, ws);
+        const float* w = GroupKernels<float>(device, plan, wc, gs);
+        RunDepthwisePass<float, bf16>(device, plan, x, w, out, accumulate);
+        return;
+      }
+    }
     const C* x =
         PrepareAnyType<C>(device, *operands[0].value, plan.input_perm, lr, xs);
     const C* w_canonical =
@@ -642,6 +687,8 @@ absl::StatusOr<ConvPlan> BuildConvPlan(const HloInstruction& instruction,
   plan.tpu_passes =
       TpuPrecisionPasses(compiler.options().tpu_numerics, instruction,
                          lhs.element_type(), rhs.element_type(), rt);
+  plan.lhs_type = lhs.element_type();
+  plan.rhs_type = rhs.element_type();
   PlanGemms(plan);
   return plan;
 }

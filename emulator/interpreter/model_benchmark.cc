@@ -14,6 +14,7 @@
 #include "benchmark/benchmark.h"
 #include "emulator/interpreter/benchmark_util.h"
 #include "hlo/hlo_module.h"
+#include "hlo/host_memory.h"
 #include "hlo/text/hlo_parser.h"
 
 namespace tpu::emulator::interpreter {
@@ -255,4 +256,10 @@ BENCHMARK(BM_SsdMobilenetStep)->Unit(benchmark::kMillisecond)->UseRealTime();
 }  // namespace
 }  // namespace tpu::emulator::interpreter
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  // As tpu_emulator does: freed intermediates are reused, not refaulted.
+  tpu::ConfigureHostMemoryForLargeBuffers();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}
