@@ -427,6 +427,25 @@ TEST(ConvolutionTest, EveryElementType) {
   CheckConv<f16, f16, float>(s, xla::F16, xla::F16, xla::F32);
 }
 
+// bf16 operands read as they are: a pointwise convolution large enough for
+// oneDNN's bf16 GEMM, and a depthwise one, against the reference.
+TEST(ConvolutionTest, Bf16PointwiseAndDepthwise) {
+  using bf16 = Eigen::bfloat16;
+  Eigen::ThreadPool pool(2);
+  Eigen::ThreadPoolDevice device(&pool, 2);
+  const ConvSpec pointwise =
+      Nhwc({2, 16, 16, 64}, {1, 1, 64, 72}, {Win{1}, Win{1}});
+  CheckConv<bf16, bf16, float>(pointwise, xla::BF16, xla::BF16, xla::F32, false,
+                               &device);
+  CheckConv<bf16, bf16, bf16>(pointwise, xla::BF16, xla::BF16, xla::BF16, false,
+                              &device);
+  ConvSpec depthwise =
+      Nhwc({2, 11, 9, 16}, {3, 3, 1, 16}, {Win{3, 1, 1, 1}, Win{3, 2, 1, 1}});
+  depthwise.fgc = 16;
+  CheckConv<bf16, bf16, float>(depthwise, xla::BF16, xla::BF16, xla::F32, false,
+                               &device);
+}
+
 TEST(ConvolutionTest, S8ResultWraps) {
   // 100 * 2 = 200 wraps to -56 in s8 (as an s32 accumulation truncated).
   ConvSpec s = Nhwc({1, 1, 1}, {1, 1, 1}, {Win{1}});
