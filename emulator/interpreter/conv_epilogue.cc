@@ -200,6 +200,12 @@ namespace {
 inline float Max(float a, float b) { return (a > b || a != a) ? a : b; }
 inline float Min(float a, float b) { return (a < b || a != a) ? a : b; }
 
+inline uint32_t Bits(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return u;
+}
+
 // Rounds as an instruction of element type T stores its result: for bf16,
 // Eigen's conversion (to nearest even; NaN becomes the quiet NaN of its
 // sign) written without branches so that it vectorizes.
@@ -208,8 +214,7 @@ inline float Round(float v) {
   if constexpr (std::is_same_v<T, float>) {
     return v;
   } else {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
+    uint32_t u = Bits(v);
     const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
     const uint32_t nan = (u & 0x80000000u) | 0x7fc00000u;
     u = (u & 0x7fffffffu) > 0x7f800000u ? nan : rounded;
@@ -224,9 +229,7 @@ inline T Store(float v) {
   if constexpr (std::is_same_v<T, float>) {
     return v;
   } else {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
-    return Eigen::numext::bit_cast<T>(static_cast<uint16_t>(u >> 16));
+    return Eigen::numext::bit_cast<T>(static_cast<uint16_t>(Bits(v) >> 16));
   }
 }
 

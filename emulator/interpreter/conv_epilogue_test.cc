@@ -283,7 +283,7 @@ ENTRY e {
     auto bf16s = [](const std::vector<float>& v) {
       return std::vector<Eigen::bfloat16>(v.begin(), v.end());
     };
-    auto run = [&](const std::string& text) {
+    auto run = [&](const std::string& text, ExecutionStats* stats) {
       return testing::RunHlo(
           Module(text),
           {Vec<Eigen::bfloat16>(xla::BF16, {2, 5, 7, 6}, bf16s(x)),
@@ -292,24 +292,18 @@ ENTRY e {
                                           : std::vector<int64_t>{1, 1, 6, 6},
                                 bf16s(k)),
            Vec<Eigen::bfloat16>(xla::BF16, {6}, bf16s(b))},
-          {}, Pool());
+          {}, Pool(), stats);
     };
     ExecutionStats stats;
-    absl::StatusOr<Literal> fused = testing::RunHlo(
-        Module(body),
-        {Vec<Eigen::bfloat16>(xla::BF16, {2, 5, 7, 6}, bf16s(x)),
-         Vec<Eigen::bfloat16>(xla::BF16,
-                              depthwise ? std::vector<int64_t>{3, 3, 1, 6}
-                                        : std::vector<int64_t>{1, 1, 6, 6},
-                              bf16s(k)),
-         Vec<Eigen::bfloat16>(xla::BF16, {6}, bf16s(b))},
-        {}, Pool(), &stats);
+    absl::StatusOr<Literal> fused = run(body, &stats);
     ASSERT_TRUE(fused.ok()) << fused.status();
     EXPECT_EQ(stats.instructions_executed, 3);  // fused kernel + 2 constants
-    absl::StatusOr<Literal> plain = run(absl::StrReplaceAll(
-        body, {{"  ROOT r = bf16[2,5,7,6] clamp(lo, z, hi)",
-                "  r = bf16[2,5,7,6] clamp(lo, z, hi)\n"
-                "  ROOT t = (bf16[2,5,7,6], bf16[2,5,7,6]) tuple(r, z)"}}));
+    absl::StatusOr<Literal> plain = run(
+        absl::StrReplaceAll(
+            body, {{"  ROOT r = bf16[2,5,7,6] clamp(lo, z, hi)",
+                    "  r = bf16[2,5,7,6] clamp(lo, z, hi)\n"
+                    "  ROOT t = (bf16[2,5,7,6], bf16[2,5,7,6]) tuple(r, z)"}}),
+        nullptr);
     ASSERT_TRUE(plain.ok()) << plain.status();
     const std::vector<float> want =
         testing::FloatValues(std::move(*plain).DecomposeTuple()[0]);

@@ -160,6 +160,17 @@ const C* GroupKernels(const Eigen::ThreadPoolDevice* device,
   return static_cast<const C*>(storage->data());
 }
 
+// The batch index of output row r; its spatial position goes to `pos`.
+int64_t OutputPosition(const ConvPlan& plan, int64_t r,
+                       std::vector<int64_t>& pos) {
+  int64_t rem = r % plan.out_spatial_count;
+  for (int64_t s = plan.spatial_rank - 1; s >= 0; --s) {
+    pos[s] = rem % plan.out_spatial[s];
+    rem /= plan.out_spatial[s];
+  }
+  return r / plan.out_spatial_count;
+}
+
 // Scratch memory of the calling thread that outlives the call: patch tiles
 // are half a MiB, and a fresh allocation per tile cost page faults and
 // zeroing on every execution. REQUIRES: no other use of `slot` on this
@@ -196,12 +207,7 @@ void BuildPatches(const ConvPlan& plan, const C* x, int64_t group, int64_t r0,
   }
   std::vector<int64_t> pos(d), tap(d);
   for (int64_t r = r0; r < r1; ++r) {
-    const int64_t n = r / plan.out_spatial_count;
-    int64_t rem = r % plan.out_spatial_count;
-    for (int64_t s = d - 1; s >= 0; --s) {
-      pos[s] = rem % plan.out_spatial[s];
-      rem /= plan.out_spatial[s];
-    }
+    const int64_t n = OutputPosition(plan, r, pos);
     const C* image =
         x + ((batch_offset + n) * plan.in_spatial_count) * plan.in_features +
         chan_offset;
@@ -288,12 +294,7 @@ void RunDepthwisePass(const Eigen::ThreadPoolDevice* device,
         std::vector<int64_t> pos(d), tap(d);
         std::vector<C> acc(o_dim);
         for (int64_t r = begin; r < end; ++r) {
-          const int64_t n = r / plan.out_spatial_count;
-          int64_t rem = r % plan.out_spatial_count;
-          for (int64_t s = d - 1; s >= 0; --s) {
-            pos[s] = rem % plan.out_spatial[s];
-            rem /= plan.out_spatial[s];
-          }
+          const int64_t n = OutputPosition(plan, r, pos);
           const X* image = x + n * plan.in_spatial_count * c_dim;
           std::fill(acc.begin(), acc.end(), C(0));
           std::fill(tap.begin(), tap.end(), 0);
