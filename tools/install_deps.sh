@@ -12,6 +12,8 @@ PACKAGES=(
   libprotobuf-dev
   libabsl-dev              # Abseil (status, strings, synchronization, flags)
   libeigen3-dev            # the interpreter's kernels
+  libdnnl-dev              # oneDNN: the interpreter's large f32/bf16 GEMMs
+  libxsmm-dev              # libxsmm: the interpreter's small batched GEMMs
   libgtest-dev
   libgmock-dev
   libbenchmark-dev

@@ -34,6 +34,12 @@ struct FusionGroup {
 std::vector<FusionGroup> FindElementwiseFusions(
     const HloComputation& computation);
 
+// The groups the plan runs: convolutions fused with their bias add,
+// activation and max pool (conv_epilogue.h) where the registry has the
+// fused factory, then elementwise groups among the other instructions.
+std::vector<FusionGroup> FindFusions(const HloComputation& computation,
+                                     KernelCompiler& compiler);
+
 }  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_FUSION_H_

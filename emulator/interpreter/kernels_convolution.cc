@@ -15,8 +15,11 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
+#include "emulator/interpreter/conv_epilogue.h"
 #include "emulator/interpreter/gemm.h"
+#include "emulator/interpreter/gemm_routine.h"
 #include "emulator/interpreter/operand_prep.h"
 #include "emulator/interpreter/window_util.h"
 #include "unsupported/Eigen/CXX11/Tensor"
@@ -47,9 +50,57 @@ struct ConvPlan {
   bool any_reversed = false;
   // 1x1, unit stride, no padding or dilation, one group: no im2col.
   bool direct = false;
+  // One input feature per group (depthwise): computed directly, vectorized
+  // over features, instead of im2col and a GEMM per group.
+  bool depthwise = false;
+  // bf16 input (and, for the direct product, kernel) read as they are: set
+  // for bf16 operands without TPU passes on the direct path when its route
+  // takes bf16, and on the depthwise path.
+  bool bf16_input = false;
   // 0: exact; 1: bf16 operands (DEFAULT); 3: bf16x3 (HIGH).
   int tpu_passes = 0;
+  // Rows (output positions) per im2col tile, and the library routes of the
+  // f32 GEMMs: the direct product, a full tile and the last, shorter tile.
+  int64_t tile = 1;
+  GemmRoutine direct_routine, tile_routine, tail_routine;
+  xla::PrimitiveType lhs_type = xla::F32, rhs_type = xla::F32;
 };
+
+// Tiles of ~512 KiB of patches and at least 8 of them (for balance on the
+// pool) where rows allow; the f32 GEMMs' routes follow from the tile sizes.
+void PlanGemms(ConvPlan& plan) {
+  const int64_t rows = plan.out_batch * plan.out_spatial_count;
+  const int64_t kc = plan.kernel_count * plan.group_in_features;
+  const int64_t og = plan.group_out_features;
+  int64_t tile =
+      std::max<int64_t>(16, (512 * 1024) / std::max<int64_t>(1, kc * 4));
+  tile = std::min(tile, std::max<int64_t>(8, (rows * plan.groups + 7) / 8));
+  plan.tile = std::max<int64_t>(1, std::min(tile, rows));
+  const xla::PrimitiveType rt = plan.result.element_type();
+  if (rt != xla::F32 && rt != xla::BF16 && rt != xla::F16) return;
+  const bool bf16 = plan.tpu_passes == 0 && plan.lhs_type == xla::BF16 &&
+                    plan.rhs_type == xla::BF16;
+  plan.direct_routine = GemmRoutine::Choose({1, rows, og, kc}, bf16);
+  plan.bf16_input =
+      bf16 &&
+      ((plan.direct && plan.direct_routine.bf16_operands()) || plan.depthwise);
+  plan.tile_routine = GemmRoutine::Choose({1, plan.tile, og, kc}, false);
+  plan.tail_routine = GemmRoutine::Choose({1, rows % plan.tile, og, kc}, false);
+}
+
+// A product of the plan: out (m x og) (+)= a (m x kc) * w (kc x og).
+template <typename C>
+void ConvGemm(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
+              const GemmRoutine& routine, int64_t m, const C* a, const C* w,
+              C* out, bool accumulate) {
+  if constexpr (std::is_same_v<C, float>) {
+    routine.Run(device, a, w, out, accumulate);
+  } else {
+    BatchedGemm<C>(device, 1, m, plan.group_out_features,
+                   plan.kernel_count * plan.group_in_features, a, false, w,
+                   false, out, accumulate);
+  }
+}
 
 template <typename C>
 const C* PrepareAnyType(const Eigen::ThreadPoolDevice* device,
@@ -97,7 +148,7 @@ const C* GroupKernels(const Eigen::ThreadPoolDevice* device,
     StridedCopy(device, sizeof(C), dims, base, strides, flipped->data());
     src = static_cast<const C*>(flipped->data());
   }
-  if (plan.groups == 1) {
+  if (plan.groups == 1 || plan.depthwise) {
     storage = std::move(flipped);
     return src;
   }
@@ -107,6 +158,37 @@ const C* GroupKernels(const Eigen::ThreadPoolDevice* device,
   StridedCopy(device, sizeof(C), {g, rows, og}, src, {og, o_dim, 1},
               storage->data());
   return static_cast<const C*>(storage->data());
+}
+
+// The batch index of output row r; its spatial position goes to `pos`.
+int64_t OutputPosition(const ConvPlan& plan, int64_t r,
+                       std::vector<int64_t>& pos) {
+  int64_t rem = r % plan.out_spatial_count;
+  for (int64_t s = plan.spatial_rank - 1; s >= 0; --s) {
+    pos[s] = rem % plan.out_spatial[s];
+    rem /= plan.out_spatial[s];
+  }
+  return r / plan.out_spatial_count;
+}
+
+// Scratch memory of the calling thread that outlives the call: patch tiles
+// are half a MiB, and a fresh allocation per tile cost page faults and
+// zeroing on every execution. REQUIRES: no other use of `slot` on this
+// thread while the result is in use.
+template <typename C>
+C* ThreadScratch(int slot, int64_t count) {
+  struct Block {
+    std::unique_ptr<char[]> data;
+    int64_t size = 0;
+  };
+  thread_local Block blocks[2];
+  Block& b = blocks[slot];
+  const int64_t bytes = std::max<int64_t>(1, count) * sizeof(C);
+  if (b.size < bytes) {
+    b.data.reset(new char[bytes]);
+    b.size = bytes;
+  }
+  return reinterpret_cast<C*>(b.data.get());
 }
 
 // Fills patch rows [r0, r1) of group `group`: row r, column k * Cg + c holds
@@ -125,18 +207,21 @@ void BuildPatches(const ConvPlan& plan, const C* x, int64_t group, int64_t r0,
   }
   std::vector<int64_t> pos(d), tap(d);
   for (int64_t r = r0; r < r1; ++r) {
-    const int64_t n = r / plan.out_spatial_count;
-    int64_t rem = r % plan.out_spatial_count;
-    for (int64_t s = d - 1; s >= 0; --s) {
-      pos[s] = rem % plan.out_spatial[s];
-      rem /= plan.out_spatial[s];
-    }
+    const int64_t n = OutputPosition(plan, r, pos);
     const C* image =
         x + ((batch_offset + n) * plan.in_spatial_count) * plan.in_features +
         chan_offset;
     C* row = patch + (r - r0) * kc;
+    // The taps along the last spatial dim usually read adjacent input
+    // positions; with all features of the input in the group, their
+    // features are one contiguous run, copied at once.
+    const int64_t kl = d > 0 ? plan.kernel_spatial[d - 1] : 1;
+    const int64_t* last =
+        d > 0 ? plan.tables[d - 1].data() + pos[d - 1] * kl : nullptr;
+    bool run = d > 0 && cg == plan.in_features && kl > 0 && last[0] >= 0;
+    for (int64_t t = 1; run && t < kl; ++t) run = last[t] == last[0] + t;
     std::fill(tap.begin(), tap.end(), 0);
-    for (int64_t k = 0; k < plan.kernel_count; ++k) {
+    for (int64_t k = 0; k < plan.kernel_count; k += run ? kl : 1) {
       int64_t offset = 0;
       bool valid = true;
       for (int64_t s = 0; s < d; ++s) {
@@ -149,17 +234,94 @@ void BuildPatches(const ConvPlan& plan, const C* x, int64_t group, int64_t r0,
         offset += index * in_strides[s + 1];
       }
       C* dst = row + k * cg;
+      const int64_t count = run ? kl * cg : cg;
       if (valid) {
-        std::memcpy(dst, image + offset * plan.in_features, cg * sizeof(C));
+        std::memcpy(dst, image + offset * plan.in_features, count * sizeof(C));
       } else {
-        std::fill(dst, dst + cg, C(0));
+        std::fill(dst, dst + count, C(0));
       }
-      for (int64_t s = d - 1; s >= 0; --s) {
+      for (int64_t s = run ? d - 2 : d - 1; s >= 0; --s) {
         if (++tap[s] < plan.kernel_spatial[s]) break;
         tap[s] = 0;
       }
     }
   }
+}
+
+// acc[o] += x[o / og] * w[o] for one tap of a depthwise convolution.
+template <typename C, typename X>
+void AccumulateTap(const X* x, const C* w, int64_t o_dim, int64_t og, C* acc) {
+  if constexpr (std::is_same_v<X, bf16>) {
+    if (og == 1) {
+      // bf16 widened by a shift (exact), so that the loop vectorizes.
+      const auto* raw = reinterpret_cast<const uint16_t*>(x);
+      for (int64_t o = 0; o < o_dim; ++o) {
+        const uint32_t bits = static_cast<uint32_t>(raw[o]) << 16;
+        float v;
+        std::memcpy(&v, &bits, 4);
+        acc[o] += v * w[o];
+      }
+      return;
+    }
+  }
+  if (og == 1) {
+    for (int64_t o = 0; o < o_dim; ++o) acc[o] += static_cast<C>(x[o]) * w[o];
+  } else {
+    for (int64_t o = 0; o < o_dim; ++o) {
+      acc[o] += static_cast<C>(x[o / og]) * w[o];
+    }
+  }
+}
+
+// The depthwise pass: out[n, p, o] (+)= sum over taps of x[n, in(p, tap),
+// o / og] * w[tap, o], with w canonical [K..., 1, O]; one output position at
+// a time, features innermost.
+template <typename C, typename X>
+void RunDepthwisePass(const Eigen::ThreadPoolDevice* device,
+                      const ConvPlan& plan, const X* x, const C* w, C* out,
+                      bool accumulate) {
+  const int64_t d = plan.spatial_rank;
+  const int64_t o_dim = plan.out_features, og = plan.group_out_features;
+  const int64_t c_dim = plan.in_features;
+  std::vector<int64_t> in_strides(d + 1, 1);
+  for (int64_t s = d - 1; s >= 0; --s) {
+    in_strides[s] = in_strides[s + 1] * plan.in_spatial[s];
+  }
+  const int64_t rows = plan.out_batch * plan.out_spatial_count;
+  ParallelFor(
+      device, rows, 2.0 * plan.kernel_count * o_dim + 20,
+      [&](int64_t begin, int64_t end) {
+        std::vector<int64_t> pos(d), tap(d);
+        std::vector<C> acc(o_dim);
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t n = OutputPosition(plan, r, pos);
+          const X* image = x + n * plan.in_spatial_count * c_dim;
+          std::fill(acc.begin(), acc.end(), C(0));
+          std::fill(tap.begin(), tap.end(), 0);
+          for (int64_t k = 0; k < plan.kernel_count; ++k) {
+            int64_t offset = 0;
+            bool valid = true;
+            for (int64_t s = 0; s < d && valid; ++s) {
+              const int64_t index =
+                  plan.tables[s][pos[s] * plan.kernel_spatial[s] + tap[s]];
+              valid = index >= 0;
+              offset += index * in_strides[s + 1];
+            }
+            if (valid) {
+              AccumulateTap(image + offset * c_dim, w + k * o_dim, o_dim, og,
+                            acc.data());
+            }
+            for (int64_t s = d - 1; s >= 0; --s) {
+              if (++tap[s] < plan.kernel_spatial[s]) break;
+              tap[s] = 0;
+            }
+          }
+          C* dst = out + r * o_dim;
+          for (int64_t o = 0; o < o_dim; ++o) {
+            dst[o] = accumulate ? dst[o] + acc[o] : acc[o];
+          }
+        }
+      });
 }
 
 // out (canonical [N_out * P, O]) = or += conv(x, w) for prepared operands.
@@ -171,39 +333,36 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
   const int64_t kc = plan.kernel_count * cg;
   if (rows == 0 || plan.out_features == 0) return;
   if (plan.direct) {
-    BatchedGemm<C>(device, 1, rows, og, kc, x, false, w, false, out,
-                   accumulate);
+    ConvGemm<C>(device, plan, plan.direct_routine, rows, x, w, out, accumulate);
     return;
   }
-  // Tiles of ~512 KiB of patches, at least a few per thread for balance.
-  const int64_t threads = device == nullptr ? 1 : device->numThreads();
-  int64_t tile = std::max<int64_t>(
-      16, (512 * 1024) / std::max<int64_t>(1, kc * sizeof(C)));
-  const int64_t balanced =
-      (rows * plan.groups + 4 * threads - 1) / (4 * threads);
-  tile = std::max<int64_t>(8, std::min(tile, std::max<int64_t>(balanced, 8)));
-  tile = std::min(tile, rows);
+  if (plan.depthwise) {
+    RunDepthwisePass<C, C>(device, plan, x, w, out, accumulate);
+    return;
+  }
+  const int64_t tile = plan.tile;
   const int64_t tiles = (rows + tile - 1) / tile;
   auto work = [&](int64_t begin, int64_t end) {
-    std::vector<C> patch(tile * std::max<int64_t>(kc, 1));
-    std::vector<C> tile_out(plan.groups > 1 ? tile * og : 0);
+    C* patch = ThreadScratch<C>(0, tile * std::max<int64_t>(kc, 1));
+    C* tile_out = ThreadScratch<C>(1, plan.groups > 1 ? tile * og : 0);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t g = item / tiles;
       const int64_t r0 = (item % tiles) * tile;
       const int64_t r1 = std::min(rows, r0 + tile);
       const int64_t m = r1 - r0;
       const C* wg = w + g * kc * og;
-      if (kc > 0) BuildPatches(plan, x, g, r0, r1, patch.data());
+      if (kc > 0) BuildPatches(plan, x, g, r0, r1, patch);
+      const GemmRoutine& routine =
+          m == tile ? plan.tile_routine : plan.tail_routine;
       if (plan.groups == 1) {
-        BatchedGemm<C>(nullptr, 1, m, og, kc, patch.data(), false, wg, false,
-                       out + r0 * og, accumulate);
+        ConvGemm<C>(nullptr, plan, routine, m, patch, wg, out + r0 * og,
+                    accumulate);
         continue;
       }
-      BatchedGemm<C>(nullptr, 1, m, og, kc, patch.data(), false, wg, false,
-                     tile_out.data(), false);
+      ConvGemm<C>(nullptr, plan, routine, m, patch, wg, tile_out, false);
       for (int64_t r = 0; r < m; ++r) {
         C* dst = out + (r0 + r) * plan.out_features + g * og;
-        const C* src = tile_out.data() + r * og;
+        const C* src = tile_out + r * og;
         if (accumulate) {
           for (int64_t j = 0; j < og; ++j) dst[j] += src[j];
         } else {
@@ -220,59 +379,114 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
   }
 }
 
+// out (canonical [N_out, P..., O], compute type C) = conv(operands).
+template <typename C>
+void ComputeCanonical(const Eigen::ThreadPoolDevice* device,
+                      const ConvPlan& plan, absl::Span<const Operand> operands,
+                      C* out) {
+  auto pass = [&](OperandRounding lr, OperandRounding rr, bool accumulate) {
+    std::shared_ptr<AlignedBuffer> xs, ws, gs;
+    if constexpr (std::is_same_v<C, float>) {
+      if (plan.bf16_input) {
+        const bf16* x = PrepareOperand<bf16, bf16>(device, *operands[0].value,
+                                                   plan.input_perm, lr, xs);
+        if (plan.direct) {
+          const bf16* w = PrepareOperand<bf16, bf16>(device, *operands[1].value,
+                                                     plan.kernel_perm, rr, ws);
+          plan.direct_routine.Run(device, x, w, out, accumulate);
+          return;
+        }
+        const float* wc = PrepareAnyType<float>(device, *operands[1].value,
+                                                plan.kernel_perm, rr, ws);
+        const float* w = GroupKernels<float>(device, plan, wc, gs);
+        RunDepthwisePass<float, bf16>(device, plan, x, w, out, accumulate);
+        return;
+      }
+    }
+    const C* x =
+        PrepareAnyType<C>(device, *operands[0].value, plan.input_perm, lr, xs);
+    const C* w_canonical =
+        PrepareAnyType<C>(device, *operands[1].value, plan.kernel_perm, rr, ws);
+    const C* w = GroupKernels<C>(device, plan, w_canonical, gs);
+    RunConvPass<C>(device, plan, x, w, out, accumulate);
+  };
+  if (plan.out_features > 0 &&
+      plan.group_in_features * plan.kernel_count == 0) {
+    std::fill(out, out + plan.result.element_count(), C(0));
+  } else {
+    RunPrecisionPasses(plan.tpu_passes, pass);
+  }
+}
+
+// A convolution with its epilogue: the convolution's f32 output stays
+// canonical and unrounded, and the epilogue writes the root's result (f32 or
+// bf16) from it.
+std::unique_ptr<Kernel> MakeFusedConvKernel(ConvPlan plan,
+                                            ConvEpilogue epilogue,
+                                            Shape root_shape) {
+  return MakeKernel(
+      [plan = std::move(plan), epilogue = std::move(epilogue),
+       root_shape = std::move(root_shape)](
+          KernelContext& context,
+          absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        const Eigen::ThreadPoolDevice* device = context.device();
+        Literal result = Literal::Uninitialized(root_shape);
+        void* out = result.mutable_untyped_data();
+        std::shared_ptr<AlignedBuffer> storage;
+        float* conv = static_cast<float*>(out);
+        if (!epilogue.pool.empty() || epilogue.type != xla::F32) {
+          storage = AlignedBuffer::Allocate(plan.result.element_count() * 4);
+          conv = static_cast<float*>(storage->data());
+        }
+        ComputeCanonical<float>(device, plan, operands, conv);
+        const void* bias =
+            operands.size() > 2 ? operands[2].value->untyped_data() : nullptr;
+        ApplyConvEpilogue(device, epilogue, plan.canonical_output_dims, conv,
+                          bias, out);
+        return result;
+      });
+}
+
 template <typename R>
 std::unique_ptr<Kernel> MakeConvKernel(ConvPlan plan) {
   using C = GemmType<R>;
-  return MakeKernel([plan = std::move(plan)](KernelContext& context,
-                                             absl::Span<const Operand> operands)
-                        -> absl::StatusOr<Literal> {
-    const Eigen::ThreadPoolDevice* device = context.device();
-    Literal result = Literal::Uninitialized(plan.result);
-    const int64_t count = plan.result.element_count();
-    const bool in_place = std::is_same_v<C, R> && plan.output_perm.empty();
-    std::shared_ptr<AlignedBuffer> canonical_storage;
-    C* out;
-    if (in_place) {
-      out = static_cast<C*>(result.mutable_untyped_data());
-    } else {
-      canonical_storage = AlignedBuffer::Allocate(count * sizeof(C));
-      out = static_cast<C*>(canonical_storage->data());
-    }
-    auto pass = [&](OperandRounding lr, OperandRounding rr, bool accumulate) {
-      std::shared_ptr<AlignedBuffer> xs, ws, gs;
-      const C* x = PrepareAnyType<C>(device, *operands[0].value,
-                                     plan.input_perm, lr, xs);
-      const C* w_canonical = PrepareAnyType<C>(device, *operands[1].value,
-                                               plan.kernel_perm, rr, ws);
-      const C* w = GroupKernels<C>(device, plan, w_canonical, gs);
-      RunConvPass<C>(device, plan, x, w, out, accumulate);
-    };
-    if (plan.out_features > 0 &&
-        plan.group_in_features * plan.kernel_count == 0) {
-      std::fill(out, out + count, C(0));
-    } else {
-      RunPrecisionPasses(plan.tpu_passes, pass);
-    }
-    if (in_place) return result;
-    const C* canonical = out;
-    std::shared_ptr<AlignedBuffer> converted;
-    if constexpr (!std::is_same_v<C, R>) {
-      converted = AlignedBuffer::Allocate(count * sizeof(R));
-      R* dst = static_cast<R*>(converted->data());
-      UnaryLoop(device, canonical, dst, count, 2,
-                [](const C& v) { return static_cast<R>(v); });
-      if (plan.output_perm.empty()) {
-        std::memcpy(result.mutable_untyped_data(), dst, count * sizeof(R));
+  return MakeKernel(
+      [plan = std::move(plan)](
+          KernelContext& context,
+          absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        const Eigen::ThreadPoolDevice* device = context.device();
+        Literal result = Literal::Uninitialized(plan.result);
+        const int64_t count = plan.result.element_count();
+        const bool in_place = std::is_same_v<C, R> && plan.output_perm.empty();
+        std::shared_ptr<AlignedBuffer> canonical_storage;
+        C* out;
+        if (in_place) {
+          out = static_cast<C*>(result.mutable_untyped_data());
+        } else {
+          canonical_storage = AlignedBuffer::Allocate(count * sizeof(C));
+          out = static_cast<C*>(canonical_storage->data());
+        }
+        ComputeCanonical<C>(device, plan, operands, out);
+        if (in_place) return result;
+        const C* canonical = out;
+        std::shared_ptr<AlignedBuffer> converted;
+        if constexpr (!std::is_same_v<C, R>) {
+          converted = AlignedBuffer::Allocate(count * sizeof(R));
+          R* dst = static_cast<R*>(converted->data());
+          UnaryLoop(device, canonical, dst, count, 2,
+                    [](const C& v) { return static_cast<R>(v); });
+          if (plan.output_perm.empty()) {
+            std::memcpy(result.mutable_untyped_data(), dst, count * sizeof(R));
+            return result;
+          }
+          Transpose(device, sizeof(R), plan.canonical_output_dims,
+                    plan.output_perm, dst, result.mutable_untyped_data());
+        } else {
+          Transpose(device, sizeof(R), plan.canonical_output_dims,
+                    plan.output_perm, canonical, result.mutable_untyped_data());
+        }
         return result;
-      }
-      Transpose(device, sizeof(R), plan.canonical_output_dims, plan.output_perm,
-                dst, result.mutable_untyped_data());
-    } else {
-      Transpose(device, sizeof(R), plan.canonical_output_dims, plan.output_perm,
-                canonical, result.mutable_untyped_data());
-    }
-    return result;
-  });
+      });
 }
 
 // Checks that `dims` (the named roles of one operand) are distinct and cover
@@ -302,8 +516,10 @@ bool IsIdentityPerm(const std::vector<int64_t>& perm) {
   return true;
 }
 
-absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
-    const HloInstruction& instruction, KernelCompiler& compiler) {
+// Checks operands and dimension numbers; fills the permutations of `plan`
+// and the canonical order of the output dims (`out_roles`).
+absl::Status ReadLayouts(const HloInstruction& instruction, ConvPlan& plan,
+                         std::vector<int64_t>& out_roles) {
   if (absl::Status s = ExpectOperands(instruction, 2); !s.ok()) return s;
   const Shape& lhs = instruction.operand(0)->shape();
   const Shape& rhs = instruction.operand(1)->shape();
@@ -326,7 +542,6 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
                      dn.output_spatial_dimensions_size(),
                      " output spatial dimensions; they must agree"));
   }
-  ConvPlan plan;
   plan.spatial_rank = d;
   plan.input_perm.push_back(dn.input_batch_dimension());
   for (int64_t s : dn.input_spatial_dimensions()) plan.input_perm.push_back(s);
@@ -336,11 +551,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
   }
   plan.kernel_perm.push_back(dn.kernel_input_feature_dimension());
   plan.kernel_perm.push_back(dn.kernel_output_feature_dimension());
-  std::vector<int64_t> out_roles;  // canonical order of output dims
   out_roles.push_back(dn.output_batch_dimension());
   for (int64_t s : dn.output_spatial_dimensions()) out_roles.push_back(s);
   out_roles.push_back(dn.output_feature_dimension());
-  const Shape& result_shape = instruction.shape();
   if (absl::Status s = CheckPermutation(plan.input_perm, lhs.rank(), "input");
       !s.ok()) {
     return s;
@@ -350,10 +563,26 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
     return s;
   }
   if (absl::Status s =
-          CheckPermutation(out_roles, result_shape.rank(), "output");
+          CheckPermutation(out_roles, instruction.shape().rank(), "output");
       !s.ok()) {
     return s;
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ConvPlan> BuildConvPlan(const HloInstruction& instruction,
+                                       KernelCompiler& compiler) {
+  ConvPlan plan;
+  std::vector<int64_t> out_roles;
+  if (absl::Status s = ReadLayouts(instruction, plan, out_roles); !s.ok()) {
+    return s;
+  }
+  const Shape& lhs = instruction.operand(0)->shape();
+  const Shape& rhs = instruction.operand(1)->shape();
+  const xla::ConvolutionDimensionNumbers& dn =
+      instruction.proto().convolution_dimension_numbers();
+  const int64_t d = plan.spatial_rank;
+  const Shape& result_shape = instruction.shape();
   plan.in_batch = lhs.dimensions(dn.input_batch_dimension());
   plan.in_features = lhs.dimensions(dn.input_feature_dimension());
   for (int64_t s : dn.input_spatial_dimensions()) {
@@ -454,9 +683,22 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
                       w.padding_high == 0 && w.base_dilation == 1;
   }
   plan.direct = trivial_window;
+  plan.depthwise =
+      !plan.batch_grouped && plan.groups > 1 && plan.group_in_features == 1;
   plan.tpu_passes =
       TpuPrecisionPasses(compiler.options().tpu_numerics, instruction,
                          lhs.element_type(), rhs.element_type(), rt);
+  plan.lhs_type = lhs.element_type();
+  plan.rhs_type = rhs.element_type();
+  PlanGemms(plan);
+  return plan;
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
+    const HloInstruction& instruction, KernelCompiler& compiler) {
+  absl::StatusOr<ConvPlan> plan = BuildConvPlan(instruction, compiler);
+  if (!plan.ok()) return plan.status();
+  const xla::PrimitiveType rt = instruction.shape().element_type();
   return DispatchType(
       rt,
       [&](auto tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
@@ -464,7 +706,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
         if constexpr (std::is_same_v<R, bool>) {
           return UnsupportedType(instruction, rt);
         } else {
-          return MakeConvKernel<R>(std::move(plan));
+          return MakeConvKernel<R>(*std::move(plan));
         }
       },
       [&]() -> absl::StatusOr<std::unique_ptr<Kernel>> {
@@ -472,10 +714,35 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
       });
 }
 
+// The fused factory (kFusedConvolutionOpcode), called with the root of a
+// pattern MatchConvEpilogue accepts.
+absl::StatusOr<std::unique_ptr<Kernel>> CompileFusedConvolution(
+    const HloInstruction& root, KernelCompiler& compiler) {
+  std::optional<ConvEpilogue> epilogue =
+      MatchConvEpilogue(root, nullptr, nullptr);
+  if (!epilogue) {
+    return absl::UnimplementedError(
+        absl::StrCat(kFusedConvolutionOpcode, " is not an HLO opcode (",
+                     root.opcode(), " does not end a convolution epilogue)"));
+  }
+  absl::StatusOr<ConvPlan> plan =
+      BuildConvPlan(*epilogue->convolution, compiler);
+  if (!plan.ok()) return plan.status();
+  if (plan->result.element_type() != epilogue->type ||
+      !plan->output_perm.empty() ||
+      (epilogue->bias != nullptr &&
+       epilogue->bias->shape().element_count() != plan->out_features)) {
+    return Malformed("convolution epilogue does not fit its convolution");
+  }
+  return MakeFusedConvKernel(*std::move(plan), *std::move(epilogue),
+                             root.shape());
+}
+
 }  // namespace
 
 void RegisterConvolutionKernels(KernelRegistry& registry) {
   registry.Register("convolution", &CompileConvolution);
+  registry.Register(kFusedConvolutionOpcode, &CompileFusedConvolution);
 }
 
 }  // namespace tpu::emulator::interpreter

@@ -427,6 +427,25 @@ TEST(ConvolutionTest, EveryElementType) {
   CheckConv<f16, f16, float>(s, xla::F16, xla::F16, xla::F32);
 }
 
+// bf16 operands read as they are: a pointwise convolution large enough for
+// oneDNN's bf16 GEMM, and a depthwise one, against the reference.
+TEST(ConvolutionTest, Bf16PointwiseAndDepthwise) {
+  using bf16 = Eigen::bfloat16;
+  Eigen::ThreadPool pool(2);
+  Eigen::ThreadPoolDevice device(&pool, 2);
+  const ConvSpec pointwise =
+      Nhwc({2, 16, 16, 64}, {1, 1, 64, 72}, {Win{1}, Win{1}});
+  CheckConv<bf16, bf16, float>(pointwise, xla::BF16, xla::BF16, xla::F32, false,
+                               &device);
+  CheckConv<bf16, bf16, bf16>(pointwise, xla::BF16, xla::BF16, xla::BF16, false,
+                              &device);
+  ConvSpec depthwise =
+      Nhwc({2, 11, 9, 16}, {3, 3, 1, 16}, {Win{3, 1, 1, 1}, Win{3, 2, 1, 1}});
+  depthwise.fgc = 16;
+  CheckConv<bf16, bf16, float>(depthwise, xla::BF16, xla::BF16, xla::F32, false,
+                               &device);
+}
+
 TEST(ConvolutionTest, S8ResultWraps) {
   // 100 * 2 = 200 wraps to -56 in s8 (as an s32 accumulation truncated).
   ConvSpec s = Nhwc({1, 1, 1}, {1, 1, 1}, {Win{1}});
@@ -449,6 +468,13 @@ TEST(ConvolutionTest, ThreadedMatchesReference) {
   g.fgc = 4;
   g.rhs_dims = {3, 3, 2, 16};
   CheckConv<float, float, float>(g, xla::F32, xla::F32, xla::F32, false,
+                                 &device);
+  // Depthwise (one input feature per group): the direct pass, with
+  // batches, padding and strides, on the pool.
+  ConvSpec dw =
+      Nhwc({3, 17, 13, 8}, {3, 3, 1, 8}, {Win{3, 2, 1, 1}, Win{3, 1, 1, 1}});
+  dw.fgc = 8;
+  CheckConv<float, float, float>(dw, xla::F32, xla::F32, xla::F32, false,
                                  &device);
   // 1x1 direct path.
   CheckConv<float, float, float>(

@@ -3,6 +3,7 @@
 // integers), and the TPU-numerics option.
 
 #include "emulator/interpreter/gemm.h"
+#include "emulator/interpreter/gemm_routine.h"
 #include "emulator/interpreter/operand_prep.h"
 
 namespace tpu::emulator::interpreter {
@@ -32,6 +33,8 @@ struct DotPlan {
   bool lhs_transposed = false, rhs_transposed = false;
   // 0: exact; 1: bf16 operands (DEFAULT); 3: bf16x3 (HIGH).
   int tpu_passes = 0;
+  // The library route of f32-accumulated products (compute type float).
+  GemmRoutine routine;
 };
 
 bool IsIdentity(const std::vector<int64_t>& perm) {
@@ -67,13 +70,28 @@ std::unique_ptr<Kernel> MakeDotKernel(const DotPlan& plan) {
         auto gemm = [&](OperandRounding lr, OperandRounding rr,
                         bool accumulate) {
           std::shared_ptr<AlignedBuffer> ls, rs;
+          if constexpr (std::is_same_v<C, float>) {
+            if (plan.routine.bf16_operands()) {
+              // Both operands are bf16 and go to the library as they are.
+              const bf16* a = PrepareOperand<bf16, bf16>(
+                  device, *operands[0].value, plan.lhs_perm, lr, ls);
+              const bf16* b = PrepareOperand<bf16, bf16>(
+                  device, *operands[1].value, plan.rhs_perm, rr, rs);
+              plan.routine.Run(device, a, b, out, accumulate);
+              return;
+            }
+          }
           const C* a =
               PrepareAny<C>(device, *operands[0].value, plan.lhs_perm, lr, ls);
           const C* b =
               PrepareAny<C>(device, *operands[1].value, plan.rhs_perm, rr, rs);
-          BatchedGemm<C>(device, plan.batch, plan.m, plan.n, plan.k, a,
-                         plan.lhs_transposed, b, plan.rhs_transposed, out,
-                         accumulate);
+          if constexpr (std::is_same_v<C, float>) {
+            plan.routine.Run(device, a, b, out, accumulate);
+          } else {
+            BatchedGemm<C>(device, plan.batch, plan.m, plan.n, plan.k, a,
+                           plan.lhs_transposed, b, plan.rhs_transposed, out,
+                           accumulate);
+          }
         };
         RunPrecisionPasses(plan.tpu_passes, gemm);
         if constexpr (!std::is_same_v<C, R>) {
@@ -208,6 +226,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileDot(
   plan.tpu_passes =
       TpuPrecisionPasses(compiler.options().tpu_numerics, instruction,
                          lhs.element_type(), rhs.element_type(), rt);
+  if (rt == xla::F32 || rt == xla::BF16 || rt == xla::F16) {  // float math
+    plan.routine = GemmRoutine::Choose(
+        GemmShape{plan.batch, plan.m, plan.n, plan.k, plan.lhs_transposed,
+                  plan.rhs_transposed},
+        lhs.element_type() == xla::BF16 && rhs.element_type() == xla::BF16);
+  }
   return DispatchType(
       rt,
       [&](auto tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {

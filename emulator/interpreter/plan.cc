@@ -63,9 +63,9 @@ absl::StatusOr<std::unique_ptr<CompiledComputation>> CompiledComputation::Build(
   for (size_t i = 0; i < order.size(); ++i) slot[order[i]] = i;
 
   const KernelRegistry& registry = compiler.registry();
-  // Elementwise loop fusion: group roots take their group's kernel and read
-  // the group's leaves; absorbed instructions are validated but not run.
-  std::vector<FusionGroup> groups = FindElementwiseFusions(computation);
+  // Fusion: group roots take their group's kernel and read the group's
+  // leaves; absorbed instructions are validated but not run.
+  std::vector<FusionGroup> groups = FindFusions(computation, compiler);
   absl::flat_hash_map<const HloInstruction*, FusionGroup*> group_of_root;
   absl::flat_hash_set<const HloInstruction*> absorbed;
   for (FusionGroup& group : groups) {
