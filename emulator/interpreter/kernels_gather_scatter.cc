@@ -272,79 +272,35 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileGather(
   });
 }
 
-enum class Upd { kAssign, kAdd, kMul, kMax, kMin, kOther };
-
 // Scatter computations that run as typed loops: the update replaces the
-// element, or combines with it like a reducer of reducer.h.
-Upd MatchUpdate(const HloComputation& c) {
+// element (kAssign), or combines with it like a reducer of reducer.h.
+struct Update {
+  bool assign = false;
+  Red kind = Red::kOther;
+  bool typed() const { return assign || kind != Red::kOther; }
+};
+
+Update MatchUpdate(const HloComputation& c, xla::PrimitiveType type) {
+  Update update;
   if (c.num_parameters() == 2 && c.root() == c.parameters()[1]) {
-    return Upd::kAssign;
+    update.assign = true;
+  } else if (Red kind = MatchReducer(c); HasTypedReducer(kind, type)) {
+    update.kind = kind;
   }
-  switch (MatchReducer(c)) {
-    case Red::kAdd:
-      return Upd::kAdd;
-    case Red::kMul:
-      return Upd::kMul;
-    case Red::kMax:
-      return Upd::kMax;
-    case Red::kMin:
-      return Upd::kMin;
-    default:
-      return Upd::kOther;
-  }
+  return update;
 }
 
 template <typename T>
-void ApplyUpdate(Upd kind, T* out, const T* upd) {
-  using C = ComputeType<T>;
-  if constexpr (std::is_same_v<T, bool>) {
-    switch (kind) {
-      case Upd::kAdd:
-      case Upd::kMax:
-        *out = *out || *upd;
-        return;
-      case Upd::kMul:
-      case Upd::kMin:
-        *out = *out && *upd;
-        return;
-      default:
-        *out = *upd;
-        return;
-    }
-  } else if constexpr (kIsComplex<T>) {
-    if (kind == Upd::kAdd) {
-      *out += *upd;
-    } else if (kind == Upd::kMul) {
-      *out *= *upd;
-    } else {
-      *out = *upd;
-    }
-  } else {
-    const C a = static_cast<C>(*out), b = static_cast<C>(*upd);
-    switch (kind) {
-      case Upd::kAdd:
-        if constexpr (kIsInteger<T>) {
-          using U = UnsignedOf<T>;
-          *out = static_cast<T>(
-              static_cast<U>(static_cast<U>(*out) + static_cast<U>(*upd)));
-        } else {
-          *out = static_cast<T>(a + b);
-        }
-        return;
-      case Upd::kMul:
-        *out = static_cast<T>(a * b);
-        return;
-      case Upd::kMax:
-        *out = static_cast<T>((a > b || a != a) ? a : b);
-        return;
-      case Upd::kMin:
-        *out = static_cast<T>((a < b || a != a) ? a : b);
-        return;
-      default:
-        *out = *upd;
-        return;
-    }
+void ApplyUpdate(const Update& update, T* out, const T* upd) {
+  if (update.assign) {
+    *out = *upd;
+    return;
   }
+  using C = AccType<T>;
+  WithReducer(update.kind, [&](auto op) {
+    *out = static_cast<T>(Combine<decltype(op)::value, C>(
+        static_cast<C>(*out), static_cast<C>(*upd)));
+  });
 }
 
 struct ScatterPlan {
@@ -359,7 +315,7 @@ struct ScatterPlan {
   std::vector<int64_t> update_scatter_dims;    // update dims that index
   std::vector<int64_t> update_window_dims;
   std::vector<int64_t> window_operand_dims;  // operand dim per window dim
-  Upd kind = Upd::kOther;
+  Update typed_update;  // a typed loop, if typed_update.typed()
   const CompiledComputation* computation = nullptr;
 };
 
@@ -418,8 +374,8 @@ absl::Status RunScatterTyped(KernelContext& context, const ScatterPlan& plan,
         off += ui[plan.update_window_dims[w]] *
                op_strides[plan.window_operand_dims[w]];
       }
-      if (plan.kind != Upd::kOther) {
-        ApplyUpdate<T>(plan.kind, out_data[0] + off,
+      if (plan.typed_update.typed()) {
+        ApplyUpdate<T>(plan.typed_update, out_data[0] + off,
                        operands[plan.n + 1].value->data<T>().data() + u);
       } else {
         std::vector<Literal> args;
@@ -584,8 +540,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileScatter(
     return s;
   plan.result = result;
   const HloComputation& update = *instruction.called_computations()[0];
-  plan.kind = plan.n == 1 ? MatchUpdate(update) : Upd::kOther;
-  if (plan.kind == Upd::kOther) {
+  if (plan.n == 1)
+    plan.typed_update = MatchUpdate(update, operand.element_type());
+  if (!plan.typed_update.typed()) {
     absl::StatusOr<const CompiledComputation*> c = compiler.Compile(&update);
     if (!c.ok()) return c.status();
     plan.computation = *c;
@@ -607,7 +564,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileScatter(
             }
             outs.push_back(std::move(out));
           }
-          if (plan.kind != Upd::kOther) {
+          if (plan.typed_update.typed()) {
             if (absl::Status s =
                     RunScatterTyped<T>(context, plan, operands, outs);
                 !s.ok()) {
