@@ -17,12 +17,14 @@ using interpreter::ExecState;
 
 class ModuleCompiler : public interpreter::KernelCompiler {
  public:
-  explicit ModuleCompiler(const CompileOptions& options) : options_(options) {}
+  ModuleCompiler(const CompileOptions& options, RngState* rng_state)
+      : options_(options), rng_state_(rng_state) {}
 
   const CompileOptions& options() const override { return options_; }
   const interpreter::KernelRegistry& registry() const override {
     return interpreter::KernelRegistry::Global();
   }
+  RngState& rng_state() override { return *rng_state_; }
 
   absl::StatusOr<const CompiledComputation*> Compile(
       const HloComputation* computation) override {
@@ -44,6 +46,7 @@ class ModuleCompiler : public interpreter::KernelCompiler {
 
  private:
   CompileOptions options_;
+  RngState* rng_state_;  // Owned by the executable being compiled.
   absl::flat_hash_map<const HloComputation*,
                       std::unique_ptr<CompiledComputation>>
       compiled_;
@@ -52,12 +55,13 @@ class ModuleCompiler : public interpreter::KernelCompiler {
 class InterpreterExecutable : public Executable {
  public:
   InterpreterExecutable(
-      std::unique_ptr<HloModule> module,
+      std::unique_ptr<RngState> rng_state, std::unique_ptr<HloModule> module,
       absl::flat_hash_map<const HloComputation*,
                           std::unique_ptr<CompiledComputation>>
           compiled,
       const CompiledComputation* entry)
-      : module_(std::move(module)),
+      : rng_state_(std::move(rng_state)),
+        module_(std::move(module)),
         compiled_(std::move(compiled)),
         entry_(entry),
         program_shape_(module_->entry()->ComputeProgramShape()),
@@ -93,6 +97,9 @@ class InterpreterExecutable : public Executable {
   }
 
  private:
+  // Kernels of `compiled_` point into it (the only state that changes across
+  // executions; see rng_state.h).
+  std::unique_ptr<RngState> rng_state_;
   std::unique_ptr<HloModule> module_;
   absl::flat_hash_map<const HloComputation*,
                       std::unique_ptr<CompiledComputation>>
@@ -109,12 +116,14 @@ absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(
   absl::StatusOr<std::unique_ptr<HloModule>> module =
       HloModule::FromProto(module_proto);
   if (!module.ok()) return module.status();
-  ModuleCompiler compiler(options);
+  auto rng_state = std::make_unique<RngState>();
+  ModuleCompiler compiler(options, rng_state.get());
   absl::StatusOr<const CompiledComputation*> entry =
       compiler.Compile((*module)->entry());
   if (!entry.ok()) return entry.status();
-  return std::unique_ptr<Executable>(new InterpreterExecutable(
-      *std::move(module), std::move(compiler).Take(), *entry));
+  return std::unique_ptr<Executable>(
+      new InterpreterExecutable(std::move(rng_state), *std::move(module),
+                                std::move(compiler).Take(), *entry));
 }
 
 }  // namespace tpu::emulator::interpreter

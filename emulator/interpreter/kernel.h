@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "emulator/interpreter/executable.h"
+#include "emulator/interpreter/rng_state.h"
 #include "hlo/hlo_module.h"
 #include "hlo/literal.h"
 
@@ -94,6 +95,9 @@ class KernelCompiler {
   // The compiled form of a called computation (compiled once, shared).
   virtual absl::StatusOr<const CompiledComputation*> Compile(
       const HloComputation* computation) = 0;
+  // The program's random-number state. It lives as long as the Executable,
+  // so kernels may keep a pointer to it.
+  virtual RngState& rng_state() = 0;
 };
 
 using KernelFactory = absl::StatusOr<std::unique_ptr<Kernel>> (*)(
