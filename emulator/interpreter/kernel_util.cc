@@ -385,30 +385,31 @@ void Fill(const Eigen::ThreadPoolDevice* device, int64_t width, int64_t n,
   });
 }
 
-int64_t ScalarAsInt64(const Literal& literal) {
+int64_t ElementAsInt64(const Literal& literal, int64_t linear) {
   const void* p = literal.untyped_data();
   switch (literal.shape().element_type()) {
     case xla::S8:
-      return *static_cast<const int8_t*>(p);
+      return static_cast<const int8_t*>(p)[linear];
     case xla::S16:
-      return *static_cast<const int16_t*>(p);
+      return static_cast<const int16_t*>(p)[linear];
     case xla::S32:
-      return *static_cast<const int32_t*>(p);
+      return static_cast<const int32_t*>(p)[linear];
     case xla::S64:
-      return *static_cast<const int64_t*>(p);
+      return static_cast<const int64_t*>(p)[linear];
     case xla::U8:
-      return *static_cast<const uint8_t*>(p);
+      return static_cast<const uint8_t*>(p)[linear];
     case xla::U16:
-      return *static_cast<const uint16_t*>(p);
+      return static_cast<const uint16_t*>(p)[linear];
     case xla::U32:
-      return *static_cast<const uint32_t*>(p);
+      return static_cast<const uint32_t*>(p)[linear];
     case xla::U64: {
-      uint64_t v = *static_cast<const uint64_t*>(p);
+      // Indices past INT64_MAX clamp like any other out-of-range index.
+      uint64_t v = static_cast<const uint64_t*>(p)[linear];
       return v > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX
                                                   : static_cast<int64_t>(v);
     }
     case xla::PRED:
-      return *static_cast<const bool*>(p) ? 1 : 0;
+      return static_cast<const bool*>(p)[linear] ? 1 : 0;
     default:
       return 0;
   }

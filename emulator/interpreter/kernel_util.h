@@ -156,8 +156,13 @@ void CopyND(const Eigen::ThreadPoolDevice* device, int64_t width,
 void Fill(const Eigen::ThreadPoolDevice* device, int64_t width, int64_t n,
           const void* value, void* dst);
 
-// Reads a scalar integer literal of any integer type as int64.
-int64_t ScalarAsInt64(const Literal& literal);
+// Element `linear` (row-major) of an integer or pred array as int64 (u64
+// values past INT64_MAX read as INT64_MAX).
+int64_t ElementAsInt64(const Literal& literal, int64_t linear);
+// A scalar integer literal of any integer type as int64.
+inline int64_t ScalarAsInt64(const Literal& literal) {
+  return ElementAsInt64(literal, 0);
+}
 
 }  // namespace tpu::emulator::interpreter
 

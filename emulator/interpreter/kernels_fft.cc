@@ -298,10 +298,18 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileFft(
   if (t != want_in) {
     return UnsupportedType(instruction, t);
   }
-  std::vector<int64_t> in_dims = in.dimensions();
+  // XLA's shape inference: the fft dimensions match fft_length, except
+  // that IRFFT's last one is fft_length/2+1, and a zero-length last
+  // dimension stays zero (RFFT of length 0 gives 0 elements, not 1; IRFFT of
+  // length 0 takes a last dimension of 0 or 1).
+  const std::vector<int64_t> in_dims = in.dimensions();
+  const int64_t n_last = plan.lengths.back();
   std::vector<int64_t> expect_in(in_dims.begin(), in_dims.end() - r);
   for (int64_t n : plan.lengths) expect_in.push_back(n);
-  if (plan.type == xla::IRFFT) expect_in.back() = plan.lengths.back() / 2 + 1;
+  if (plan.type == xla::IRFFT) {
+    const bool zero = in_dims.back() == 0 && n_last == 0;
+    expect_in.back() = zero ? 0 : n_last / 2 + 1;
+  }
   if (in_dims != expect_in) {
     return Malformed(absl::StrCat(
         "fft operand ", in.ToString(),
@@ -312,10 +320,19 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileFft(
   }
   std::vector<int64_t> out_dims(in_dims.begin(), in_dims.end() - r);
   for (int64_t n : plan.lengths) out_dims.push_back(n);
-  if (plan.type == xla::RFFT) out_dims.back() = plan.lengths.back() / 2 + 1;
+  if (plan.type == xla::RFFT && n_last != 0) out_dims.back() = n_last / 2 + 1;
   plan.result = Shape::Array(want_out, out_dims);
   if (absl::Status s = ExpectResultShape(instruction, plan.result); !s.ok()) {
     return s;
+  }
+  if (plan.result.element_count() == 0) {
+    // Nothing to transform (and no plan for a zero length).
+    const Shape result = plan.result;
+    return MakeKernel(
+        [result](KernelContext&,
+                 absl::Span<const Operand>) -> absl::StatusOr<Literal> {
+          return Literal::Zeros(result);
+        });
   }
   for (int64_t d = 0; d + r < in.rank(); ++d) plan.batch *= in_dims[d];
   for (int64_t n : plan.lengths) {

@@ -33,34 +33,6 @@ absl::Status CheckAxes(const std::vector<int64_t>& axes, int64_t rank,
   return absl::OkStatus();
 }
 
-// Index arrays: reads start_indices[...] of any integer type.
-int64_t ReadIndex(const Literal& indices, int64_t linear) {
-  const void* p = indices.untyped_data();
-  switch (indices.shape().element_type()) {
-    case xla::S8:
-      return static_cast<const int8_t*>(p)[linear];
-    case xla::S16:
-      return static_cast<const int16_t*>(p)[linear];
-    case xla::S32:
-      return static_cast<const int32_t*>(p)[linear];
-    case xla::S64:
-      return static_cast<const int64_t*>(p)[linear];
-    case xla::U8:
-      return static_cast<const uint8_t*>(p)[linear];
-    case xla::U16:
-      return static_cast<const uint16_t*>(p)[linear];
-    case xla::U32:
-      return static_cast<const uint32_t*>(p)[linear];
-    case xla::U64: {
-      uint64_t v = static_cast<const uint64_t*>(p)[linear];
-      return v > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX
-                                                  : static_cast<int64_t>(v);
-    }
-    default:
-      return 0;
-  }
-}
-
 bool IsIntegerType(xla::PrimitiveType t) {
   return IsSignedInteger(t) || IsUnsignedInteger(t);
 }
@@ -246,7 +218,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileGather(
             std::vector<int64_t> start(plan.operand.rank(), 0);
             for (size_t k = 0; k < plan.start_index_map.size(); ++k) {
               start[plan.start_index_map[k]] =
-                  ReadIndex(idx, idx_base + k * sp.index_vector_stride);
+                  ElementAsInt64(idx, idx_base + k * sp.index_vector_stride);
             }
             for (size_t k = 0; k < plan.operand_batching_dims.size(); ++k) {
               start[plan.operand_batching_dims[k]] =
@@ -348,7 +320,7 @@ absl::Status RunScatterTyped(KernelContext& context, const ScatterPlan& plan,
     std::fill(full.begin(), full.end(), 0);
     for (size_t k = 0; k < plan.scatter_to_operand.size(); ++k) {
       full[plan.scatter_to_operand[k]] =
-          ReadIndex(idx, idx_base + k * sp.index_vector_stride);
+          ElementAsInt64(idx, idx_base + k * sp.index_vector_stride);
     }
     for (size_t k = 0; k < plan.input_batching_dims.size(); ++k) {
       full[plan.input_batching_dims[k]] = bi[plan.indices_batching_dims[k]];

@@ -1,5 +1,5 @@
-// Kernel family: constant, tuple, get-tuple-element, copy,
-// optimization-barrier, replica-id, partition-id.
+// Kernel family: constant, tuple, get-tuple-element, copy, opt-barrier,
+// replica-id, partition-id.
 
 #include "emulator/interpreter/kernel_util.h"
 
@@ -74,7 +74,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileGetTupleElement(
       });
 }
 
-// copy and optimization-barrier: values are immutable once produced, so
+// copy and opt-barrier: values are immutable once produced, so
 // sharing the bytes is a correct copy.
 absl::StatusOr<std::unique_ptr<Kernel>> CompileIdentity(
     const HloInstruction& instruction, KernelCompiler&) {
@@ -115,7 +115,8 @@ void RegisterStructuralKernels(KernelRegistry& registry) {
   registry.Register("tuple", &CompileTuple);
   registry.Register("get-tuple-element", &CompileGetTupleElement);
   registry.Register("copy", &CompileIdentity);
-  registry.Register("optimization-barrier", &CompileIdentity);
+  // XLA's opcode name (kOptimizationBarrier prints as "opt-barrier").
+  registry.Register("opt-barrier", &CompileIdentity);
   registry.Register("replica-id", &CompileDeviceId<true>);
   registry.Register("partition-id", &CompileDeviceId<false>);
 }
