@@ -1,7 +1,9 @@
 // Where the interpreter follows XLA's definitions to the letter: shifts by
 // every amount on every integer type, opt-barrier under its real name,
-// zero-length FFTs, dynamic-slice with one index vector.
+// zero-length and resized FFTs, dynamic-slice with one index vector.
 
+#include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -203,6 +205,40 @@ ENTRY e {
       {Literal::Zeros(Shape::Array(xla::C64, {4, 0}))});
   ASSERT_TRUE(fft.ok()) << fft.status();
   EXPECT_EQ(fft->shape(), Shape::Array(xla::C64, {4, 0}));
+}
+
+TEST(FftTest, LengthsOtherThanTheOperandsPadOrTruncate) {
+  // XLA's evaluator zero-pads the operand to fft_length, transforms, and
+  // keeps the operand's shape: here a 5-point DFT of (1, 2, 3, 4, 0) whose
+  // first four values come back.
+  using c64 = std::complex<float>;
+  absl::StatusOr<Literal> out = RunHlo(
+      R"(
+ENTRY e {
+  x = c64[4] parameter(0)
+  ROOT f = c64[4] fft(x), fft_type=FFT, fft_length={5}
+})",
+      {Vec<c64>(xla::C64, {4}, {c64(1), c64(2), c64(3), c64(4)})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<c64> got = Values<c64>(*out);
+  for (int k = 0; k < 4; ++k) {
+    std::complex<double> want = 0;
+    for (int n = 0; n < 4; ++n) {
+      want += (n + 1.0) * std::polar(1.0, -2 * M_PI * k * n / 5);
+    }
+    EXPECT_NEAR(got[k].real(), want.real(), 1e-5) << k;
+    EXPECT_NEAR(got[k].imag(), want.imag(), 1e-5) << k;
+  }
+  // A zero in fft_length makes the transform zeros, whatever the operand.
+  absl::StatusOr<Literal> zero = RunHlo(
+      R"(
+ENTRY e {
+  x = c64[1,1,1,1] parameter(0)
+  ROOT f = c64[1,1,1,1] fft(x), fft_type=FFT, fft_length={1,0,1}
+})",
+      {Vec<c64>(xla::C64, {1, 1, 1, 1}, {c64(42.24f, 24.42f)})});
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  EXPECT_EQ(Values<c64>(*zero), (std::vector<c64>{c64(0, 0)}));
 }
 
 TEST(DynamicSliceTest, OneIndexVectorOperand) {

@@ -67,6 +67,12 @@ class KernelContext {
   // Runs a called computation (compiled by KernelCompiler::Compile).
   absl::StatusOr<Literal> Call(const CompiledComputation& computation,
                                std::vector<Literal> arguments);
+  // Channels between send and recv-done of this execution: Send queues a
+  // value; Receive takes the oldest one, or UNIMPLEMENTED if no send on that
+  // channel ran earlier in this execution (a send from another program or
+  // device, which the interpreter cannot see).
+  void Send(int64_t channel, Literal value);
+  absl::StatusOr<Literal> Receive(int64_t channel);
 
  private:
   ExecState* state_;
@@ -137,6 +143,13 @@ void RegisterFftKernels(KernelRegistry& registry);
 void RegisterRngKernels(KernelRegistry& registry);
 void RegisterGatherScatterKernels(KernelRegistry& registry);
 void RegisterSortKernels(KernelRegistry& registry);
+void RegisterTokenKernels(KernelRegistry& registry);  // after-all, send, recv..
+void RegisterAsyncKernels(KernelRegistry& registry);  // async-*, copy-*
+void RegisterTopKKernels(KernelRegistry& registry);
+void RegisterCustomCallKernels(KernelRegistry& registry);
+void RegisterBatchNormKernels(KernelRegistry& registry);
+void RegisterRaggedDotKernels(KernelRegistry& registry);
+void RegisterStochasticConvertKernels(KernelRegistry& registry);
 
 }  // namespace tpu::emulator::interpreter
 

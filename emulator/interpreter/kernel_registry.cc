@@ -22,6 +22,13 @@ KernelRegistry* BuildGlobal() {
   RegisterRngKernels(*registry);
   RegisterGatherScatterKernels(*registry);
   RegisterSortKernels(*registry);
+  RegisterTokenKernels(*registry);
+  RegisterAsyncKernels(*registry);
+  RegisterTopKKernels(*registry);
+  RegisterCustomCallKernels(*registry);
+  RegisterBatchNormKernels(*registry);
+  RegisterRaggedDotKernels(*registry);
+  RegisterStochasticConvertKernels(*registry);
   return registry;
 }
 

@@ -1,6 +1,7 @@
 #include "emulator/interpreter/kernel_util.h"
 
 #include <cstring>
+#include <limits>
 
 #include "unsupported/Eigen/CXX11/Tensor"
 
@@ -42,6 +43,30 @@ absl::Status ExpectResultShape(const HloInstruction& instruction,
         instruction.opcode(), "'s inferred shape ", expected.ToString()));
   }
   return absl::OkStatus();
+}
+
+std::unique_ptr<Kernel> MakeForwardKernel(int64_t index) {
+  return MakeKernel(
+      [index](KernelContext&,
+              absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        return *operands[index].value;
+      });
+}
+
+std::unique_ptr<Kernel> MakeElementKernel(int64_t index) {
+  return MakeKernel(
+      [index](KernelContext&,
+              absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        return operands[0].value->element(index);
+      });
+}
+
+std::unique_ptr<Kernel> MakeConstantKernel(Literal value) {
+  return MakeKernel([value = std::move(value)](
+                        KernelContext&,
+                        absl::Span<const Operand>) -> absl::StatusOr<Literal> {
+    return value;
+  });
 }
 
 void ParallelFor(const Eigen::ThreadPoolDevice* device, int64_t n,
@@ -383,6 +408,67 @@ void Fill(const Eigen::ThreadPoolDevice* device, int64_t width, int64_t n,
         }
     }
   });
+}
+
+std::vector<double> ValuesAsDouble(const Literal& literal) {
+  std::vector<double> out(literal.shape().element_count());
+  DispatchType(
+      literal.shape().element_type(),
+      [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (!std::is_same_v<T, c64> && !std::is_same_v<T, c128>) {
+          const T* data = literal.data<T>().data();
+          for (size_t i = 0; i < out.size(); ++i) {
+            out[i] = static_cast<double>(data[i]);
+          }
+        }
+      },
+      [] {});
+  return out;
+}
+
+namespace {
+
+template <typename T>
+T FromDouble(double v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v != 0;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (v != v) return T(0);
+    if (v <= static_cast<double>(std::numeric_limits<T>::min())) {
+      return std::numeric_limits<T>::min();
+    }
+    // 2^bits is exact in double; values at or above it saturate.
+    if (v >= static_cast<double>(std::numeric_limits<T>::max() / 2 + 1) * 2) {
+      return std::numeric_limits<T>::max();
+    }
+    return static_cast<T>(v);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    // Through float, as convert from f64 does (one rounding for f32).
+    return static_cast<T>(static_cast<float>(v));
+  }
+}
+
+}  // namespace
+
+Literal LiteralFromDoubles(const Shape& shape,
+                           absl::Span<const double> values) {
+  Literal out = Literal::Uninitialized(shape);
+  DispatchType(
+      shape.element_type(),
+      [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (!std::is_same_v<T, c64> && !std::is_same_v<T, c128>) {
+          T* data = static_cast<T*>(out.mutable_untyped_data());
+          for (size_t i = 0; i < values.size(); ++i) {
+            data[i] = FromDouble<T>(values[i]);
+          }
+        }
+      },
+      [] {});
+  return out;
 }
 
 int64_t ElementAsInt64(const Literal& literal, int64_t linear) {

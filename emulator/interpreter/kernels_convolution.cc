@@ -220,6 +220,26 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
   }
 }
 
+// A pred convolution reads its operands as pred (nonzero is true), as XLA's
+// evaluator converts them, and computes the OR of ANDs: an integer count of
+// true products, nonzero when any is.
+Literal NonzeroAsPred(const Literal& in) {
+  Literal out =
+      Literal::Uninitialized(Shape::Array(xla::PRED, in.shape().dimensions()));
+  bool* dst = static_cast<bool*>(out.mutable_untyped_data());
+  DispatchType(
+      in.shape().element_type(),
+      [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        const S* src = in.data<S>().data();
+        for (int64_t i = 0; i < in.shape().element_count(); ++i) {
+          dst[i] = src[i] != S(0);
+        }
+      },
+      [] {});
+  return out;
+}
+
 template <typename R>
 std::unique_ptr<Kernel> MakeConvKernel(ConvPlan plan) {
   using C = GemmType<R>;
@@ -238,12 +258,24 @@ std::unique_ptr<Kernel> MakeConvKernel(ConvPlan plan) {
       canonical_storage = AlignedBuffer::Allocate(count * sizeof(C));
       out = static_cast<C*>(canonical_storage->data());
     }
+    const Literal* lhs = operands[0].value;
+    const Literal* rhs = operands[1].value;
+    Literal lhs_pred, rhs_pred;
+    if constexpr (std::is_same_v<R, bool>) {
+      if (lhs->shape().element_type() != xla::PRED) {
+        lhs_pred = NonzeroAsPred(*lhs);
+        lhs = &lhs_pred;
+      }
+      if (rhs->shape().element_type() != xla::PRED) {
+        rhs_pred = NonzeroAsPred(*rhs);
+        rhs = &rhs_pred;
+      }
+    }
     auto pass = [&](OperandRounding lr, OperandRounding rr, bool accumulate) {
       std::shared_ptr<AlignedBuffer> xs, ws, gs;
-      const C* x = PrepareAnyType<C>(device, *operands[0].value,
-                                     plan.input_perm, lr, xs);
-      const C* w_canonical = PrepareAnyType<C>(device, *operands[1].value,
-                                               plan.kernel_perm, rr, ws);
+      const C* x = PrepareAnyType<C>(device, *lhs, plan.input_perm, lr, xs);
+      const C* w_canonical =
+          PrepareAnyType<C>(device, *rhs, plan.kernel_perm, rr, ws);
       const C* w = GroupKernels<C>(device, plan, w_canonical, gs);
       RunConvPass<C>(device, plan, x, w, out, accumulate);
     };
@@ -429,7 +461,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
       return Malformed(
           "convolution of complex operands needs a complex result");
     }
-    if (IsFloatingPoint(t) && !IsFloatingPoint(rt) && !IsComplex(rt)) {
+    if (IsFloatingPoint(t) && !IsFloatingPoint(rt) && !IsComplex(rt) &&
+        rt != xla::PRED) {
       return Malformed(
           absl::StrCat("convolution of ", PrimitiveTypeName(t),
                        " operands cannot produce an integer result (",
@@ -461,11 +494,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
       rt,
       [&](auto tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
         using R = typename decltype(tag)::type;
-        if constexpr (std::is_same_v<R, bool>) {
-          return UnsupportedType(instruction, rt);
-        } else {
-          return MakeConvKernel<R>(std::move(plan));
-        }
+        return MakeConvKernel<R>(std::move(plan));
       },
       [&]() -> absl::StatusOr<std::unique_ptr<Kernel>> {
         return UnsupportedType(instruction, rt);

@@ -57,7 +57,7 @@ constexpr bool Supported() {
     case Bin::kMin:
       return !kIsComplex<T>;
     case Bin::kAtan2:
-      return kIsFloat<T>;
+      return kIsFloat<T> || kIsComplex<T>;
     case Bin::kAnd:
     case Bin::kOr:
     case Bin::kXor:
@@ -181,6 +181,13 @@ struct BinaryFn {
             return y == T(0) ? T(1) : T(0);
           }
           return std::pow(x, y);
+        case Bin::kAtan2: {
+          // XLA's definition for complex operands (its evaluator and
+          // elemental emitter): -i * log((x + i y) / sqrt(x^2 + y^2)) with
+          // y the first operand.
+          const T i(0, 1);
+          return -i * std::log((y + i * x) / std::sqrt(y * y + x * x));
+        }
         default:
           return T(0);
       }
