@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "emulator/interpreter/execution_order.h"
 #include "emulator/interpreter/fusion.h"
+#include "emulator/interpreter/narrow_types.h"
 
 namespace tpu::emulator::interpreter {
 namespace {
@@ -100,7 +101,10 @@ absl::StatusOr<std::unique_ptr<CompiledComputation>> CompiledComputation::Build(
       }
       continue;
     }
-    KernelFactory factory = registry.Find(instruction.opcode());
+    // Narrow element types run on their wide types (narrow_types.h).
+    KernelFactory factory = NeedsWidening(instruction)
+                                ? &CompileWidened
+                                : registry.Find(instruction.opcode());
     if (factory == nullptr) {
       return absl::UnimplementedError(
           absl::StrCat("HLO ", instruction.Context(),
