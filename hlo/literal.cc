@@ -7,6 +7,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 
 namespace tpu {
 namespace {
@@ -146,6 +148,18 @@ absl::Status CopyBytes(const std::string& field, int64_t expected_bytes,
   }
   if (expected_bytes > 0) std::memcpy(out, field.data(), expected_bytes);
   return absl::OkStatus();
+}
+
+// The bytes field of a one-byte narrow type (s4s, u4s, f8e4m3fns, ...: the
+// type's name and an "s"), or nullptr for other types.
+const google::protobuf::FieldDescriptor* NarrowBytesField(
+    xla::PrimitiveType type) {
+  if (ByteWidth(type) != 1 || type == xla::PRED || type == xla::S8 ||
+      type == xla::U8) {
+    return nullptr;
+  }
+  return xla::LiteralProto::descriptor()->FindFieldByName(
+      PrimitiveTypeName(type) + "s");
 }
 
 }  // namespace
@@ -312,9 +326,15 @@ absl::StatusOr<Literal> Literal::FromProto(const xla::LiteralProto& proto) {
     case xla::C128:
       status = CopyRepeated(proto.c128s(), 2 * n, "c128s", out);
       break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("unsupported literal shape ", shape.ToString()));
+    default: {
+      const auto* field = NarrowBytesField(shape.element_type());
+      if (field == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("unsupported literal shape ", shape.ToString()));
+      }
+      status = CopyBytes(proto.GetReflection()->GetString(proto, field), bytes,
+                         field->name().c_str(), out);
+    }
   }
   if (!status.ok()) return status;
 
@@ -416,6 +436,9 @@ xla::LiteralProto Literal::ToProto() const {
       add_all(proto.mutable_c128s(), static_cast<const double*>(data), 2 * n);
       break;
     default:
+      if (const auto* field = NarrowBytesField(shape_.element_type())) {
+        proto.GetReflection()->SetString(&proto, field, bytes);
+      }
       break;
   }
   return proto;

@@ -16,15 +16,35 @@ struct TypeInfo {
 };
 
 constexpr TypeInfo kTypes[] = {
-    {xla::PRED, "pred", 1},   {xla::S8, "s8", 1},
-    {xla::S16, "s16", 2},     {xla::S32, "s32", 4},
-    {xla::S64, "s64", 8},     {xla::U8, "u8", 1},
-    {xla::U16, "u16", 2},     {xla::U32, "u32", 4},
-    {xla::U64, "u64", 8},     {xla::F16, "f16", 2},
-    {xla::BF16, "bf16", 2},   {xla::F32, "f32", 4},
-    {xla::F64, "f64", 8},     {xla::C64, "c64", 8},
-    {xla::C128, "c128", 16},  {xla::TUPLE, "tuple", 0},
-    {xla::TOKEN, "token", 0}, {xla::OPAQUE_TYPE, "opaque", 0},
+    {xla::PRED, "pred", 1},
+    {xla::S8, "s8", 1},
+    {xla::S16, "s16", 2},
+    {xla::S32, "s32", 4},
+    {xla::S64, "s64", 8},
+    {xla::U8, "u8", 1},
+    {xla::U16, "u16", 2},
+    {xla::U32, "u32", 4},
+    {xla::U64, "u64", 8},
+    {xla::F16, "f16", 2},
+    {xla::BF16, "bf16", 2},
+    {xla::F32, "f32", 4},
+    {xla::F64, "f64", 8},
+    {xla::C64, "c64", 8},
+    {xla::C128, "c128", 16},
+    {xla::TUPLE, "tuple", 0},
+    {xla::TOKEN, "token", 0},
+    {xla::OPAQUE_TYPE, "opaque", 0},
+    // Narrow types, one element per byte (s4/u4 in the low four bits).
+    {xla::S4, "s4", 1},
+    {xla::U4, "u4", 1},
+    {xla::F8E5M2, "f8e5m2", 1},
+    {xla::F8E4M3, "f8e4m3", 1},
+    {xla::F8E4M3FN, "f8e4m3fn", 1},
+    {xla::F8E4M3FNUZ, "f8e4m3fnuz", 1},
+    {xla::F8E5M2FNUZ, "f8e5m2fnuz", 1},
+    {xla::F8E4M3B11FNUZ, "f8e4m3b11fnuz", 1},
+    {xla::F8E3M4, "f8e3m4", 1},
+    {xla::F8E8M0FNU, "f8e8m0fnu", 1},
 };
 
 const TypeInfo* Find(xla::PrimitiveType type) {
@@ -80,7 +100,8 @@ bool IsUnsignedInteger(xla::PrimitiveType type) {
 }
 bool IsArrayType(xla::PrimitiveType type) {
   return type == xla::PRED || IsFloatingPoint(type) || IsComplex(type) ||
-         IsSignedInteger(type) || IsUnsignedInteger(type);
+         IsSignedInteger(type) || IsUnsignedInteger(type) ||
+         ByteWidth(type) == 1;
 }
 
 Shape::Shape() : element_type_(xla::TUPLE) {}

@@ -20,7 +20,9 @@
 namespace tpu {
 
 // Bytes per element: PRED/S8/U8 1, F16/BF16/S16/U16 2, F32/S32/U32 4,
-// F64/S64/U64/C64 8, C128 16. 0 for TUPLE, TOKEN, OPAQUE and invalid types.
+// F64/S64/U64/C64 8, C128 16; S4/U4 and the F8 types 1 (one element per
+// byte, as XLA's literals hold them). 0 for TUPLE, TOKEN, OPAQUE and invalid
+// types.
 int64_t ByteWidth(xla::PrimitiveType type);
 
 // XLA's lower-case spelling: "pred", "s32", "bf16", "f32", "c64", "token"...
@@ -34,7 +36,8 @@ bool IsFloatingPoint(xla::PrimitiveType type);    // f16 bf16 f32 f64
 bool IsComplex(xla::PrimitiveType type);          // c64 c128
 bool IsSignedInteger(xla::PrimitiveType type);    // s8..s64
 bool IsUnsignedInteger(xla::PrimitiveType type);  // u8..u64
-bool IsArrayType(xla::PrimitiveType type);  // pred, integers, floats, complex
+// pred, integers (s4/u4 too), floats (f8 too), complex.
+bool IsArrayType(xla::PrimitiveType type);
 
 // Index of a subshape inside nested tuples ({} is the shape itself).
 using ShapeIndex = std::vector<int64_t>;

@@ -15,49 +15,14 @@ namespace {
 using interpreter::CompiledComputation;
 using interpreter::ExecState;
 
-class ModuleCompiler : public interpreter::KernelCompiler {
- public:
-  explicit ModuleCompiler(const CompileOptions& options) : options_(options) {}
-
-  const CompileOptions& options() const override { return options_; }
-  const interpreter::KernelRegistry& registry() const override {
-    return interpreter::KernelRegistry::Global();
-  }
-
-  absl::StatusOr<const CompiledComputation*> Compile(
-      const HloComputation* computation) override {
-    auto it = compiled_.find(computation);
-    if (it != compiled_.end()) return it->second.get();
-    absl::StatusOr<std::unique_ptr<CompiledComputation>> plan =
-        CompiledComputation::Build(*computation, *this);
-    if (!plan.ok()) return plan.status();
-    const CompiledComputation* result = plan->get();
-    compiled_[computation] = *std::move(plan);
-    return result;
-  }
-
-  absl::flat_hash_map<const HloComputation*,
-                      std::unique_ptr<CompiledComputation>>
-  Take() && {
-    return std::move(compiled_);
-  }
-
- private:
-  CompileOptions options_;
-  absl::flat_hash_map<const HloComputation*,
-                      std::unique_ptr<CompiledComputation>>
-      compiled_;
-};
-
 class InterpreterExecutable : public Executable {
  public:
-  InterpreterExecutable(
-      std::unique_ptr<HloModule> module,
-      absl::flat_hash_map<const HloComputation*,
-                          std::unique_ptr<CompiledComputation>>
-          compiled,
-      const CompiledComputation* entry)
-      : module_(std::move(module)),
+  InterpreterExecutable(std::unique_ptr<RngState> rng_state,
+                        std::unique_ptr<HloModule> module,
+                        CompiledComputations compiled,
+                        const CompiledComputation* entry)
+      : rng_state_(std::move(rng_state)),
+        module_(std::move(module)),
         compiled_(std::move(compiled)),
         entry_(entry),
         program_shape_(module_->entry()->ComputeProgramShape()),
@@ -93,28 +58,61 @@ class InterpreterExecutable : public Executable {
   }
 
  private:
+  // Kernels of `compiled_` point into it (the only state that changes across
+  // executions; see rng_state.h).
+  std::unique_ptr<RngState> rng_state_;
   std::unique_ptr<HloModule> module_;
-  absl::flat_hash_map<const HloComputation*,
-                      std::unique_ptr<CompiledComputation>>
-      compiled_;
+  CompiledComputations compiled_;
   const CompiledComputation* entry_;
   xla::ProgramShapeProto program_shape_;
   std::vector<Shape> parameter_shapes_;
 };
 
+bool HasDynamicDimension(const xla::ShapeProto& shape) {
+  for (bool dynamic : shape.is_dynamic_dimension()) {
+    if (dynamic) return true;
+  }
+  for (const xla::ShapeProto& element : shape.tuple_shapes()) {
+    if (HasDynamicDimension(element)) return true;
+  }
+  return false;
+}
+
+// Checked on the proto, before loading: an unbounded dimension ("?") has no
+// size a dense array could take.
+absl::Status RejectDynamicShapes(const xla::HloModuleProto& module) {
+  for (const xla::HloComputationProto& computation : module.computations()) {
+    for (const xla::HloInstructionProto& instruction :
+         computation.instructions()) {
+      if (HasDynamicDimension(instruction.shape())) {
+        return absl::UnimplementedError(absl::StrCat(
+            "HLO computation ", computation.name(), ", instruction ",
+            instruction.name(), " (", instruction.opcode(),
+            "): dynamic dimensions are not supported (the interpreter runs "
+            "static shapes only; the result type has a bounded or unbounded "
+            "dynamic dimension)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(
     const xla::HloModuleProto& module_proto, const CompileOptions& options) {
+  if (absl::Status s = RejectDynamicShapes(module_proto); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<HloModule>> module =
       HloModule::FromProto(module_proto);
   if (!module.ok()) return module.status();
-  ModuleCompiler compiler(options);
+  auto rng_state = std::make_unique<RngState>();
+  PlanningCompiler compiler(options, KernelRegistry::Global(), rng_state.get());
   absl::StatusOr<const CompiledComputation*> entry =
       compiler.Compile((*module)->entry());
   if (!entry.ok()) return entry.status();
-  return std::unique_ptr<Executable>(new InterpreterExecutable(
-      *std::move(module), std::move(compiler).Take(), *entry));
+  return std::unique_ptr<Executable>(
+      new InterpreterExecutable(std::move(rng_state), *std::move(module),
+                                std::move(compiler).Take(), *entry));
 }
 
 }  // namespace tpu::emulator::interpreter

@@ -1,6 +1,7 @@
 #include "emulator/interpreter/kernel.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "emulator/interpreter/plan.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
@@ -62,6 +63,23 @@ absl::Status KernelContext::CheckCancelled() const {
 absl::StatusOr<Literal> KernelContext::Call(
     const CompiledComputation& computation, std::vector<Literal> arguments) {
   return computation.Run(*state_, std::move(arguments));
+}
+
+void KernelContext::Send(int64_t channel, Literal value) {
+  state_->channels[channel].push_back(std::move(value));
+}
+
+absl::StatusOr<Literal> KernelContext::Receive(int64_t channel) {
+  auto it = state_->channels.find(channel);
+  if (it == state_->channels.end() || it->second.empty()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "nothing was sent on channel ", channel,
+        " earlier in this execution: the interpreter pairs send and recv "
+        "within one program on one core only"));
+  }
+  Literal value = std::move(it->second.front());
+  it->second.pop_front();
+  return value;
 }
 
 }  // namespace tpu::emulator::interpreter

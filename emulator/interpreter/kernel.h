@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "emulator/interpreter/executable.h"
+#include "emulator/interpreter/rng_state.h"
 #include "hlo/hlo_module.h"
 #include "hlo/literal.h"
 
@@ -66,6 +67,12 @@ class KernelContext {
   // Runs a called computation (compiled by KernelCompiler::Compile).
   absl::StatusOr<Literal> Call(const CompiledComputation& computation,
                                std::vector<Literal> arguments);
+  // Channels between send and recv-done of this execution: Send queues a
+  // value; Receive takes the oldest one, or UNIMPLEMENTED if no send on that
+  // channel ran earlier in this execution (a send from another program or
+  // device, which the interpreter cannot see).
+  void Send(int64_t channel, Literal value);
+  absl::StatusOr<Literal> Receive(int64_t channel);
 
  private:
   ExecState* state_;
@@ -94,6 +101,9 @@ class KernelCompiler {
   // The compiled form of a called computation (compiled once, shared).
   virtual absl::StatusOr<const CompiledComputation*> Compile(
       const HloComputation* computation) = 0;
+  // The program's random-number state. It lives as long as the Executable,
+  // so kernels may keep a pointer to it.
+  virtual RngState& rng_state() = 0;
 };
 
 using KernelFactory = absl::StatusOr<std::unique_ptr<Kernel>> (*)(
@@ -134,6 +144,13 @@ void RegisterRngKernels(KernelRegistry& registry);
 void RegisterGatherScatterKernels(KernelRegistry& registry);
 void RegisterSortKernels(KernelRegistry& registry);
 void RegisterCollectiveKernels(KernelRegistry& registry);
+void RegisterTokenKernels(KernelRegistry& registry);  // after-all, send, recv..
+void RegisterAsyncKernels(KernelRegistry& registry);  // async-*, copy-*
+void RegisterTopKKernels(KernelRegistry& registry);
+void RegisterCustomCallKernels(KernelRegistry& registry);
+void RegisterBatchNormKernels(KernelRegistry& registry);
+void RegisterRaggedDotKernels(KernelRegistry& registry);
+void RegisterStochasticConvertKernels(KernelRegistry& registry);
 
 }  // namespace tpu::emulator::interpreter
 

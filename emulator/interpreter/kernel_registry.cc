@@ -23,6 +23,13 @@ KernelRegistry* BuildGlobal() {
   RegisterGatherScatterKernels(*registry);
   RegisterSortKernels(*registry);
   RegisterCollectiveKernels(*registry);
+  RegisterTokenKernels(*registry);
+  RegisterAsyncKernels(*registry);
+  RegisterTopKKernels(*registry);
+  RegisterCustomCallKernels(*registry);
+  RegisterBatchNormKernels(*registry);
+  RegisterRaggedDotKernels(*registry);
+  RegisterStochasticConvertKernels(*registry);
   return registry;
 }
 

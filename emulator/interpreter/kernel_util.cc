@@ -1,6 +1,7 @@
 #include "emulator/interpreter/kernel_util.h"
 
 #include <cstring>
+#include <limits>
 
 #include "unsupported/Eigen/CXX11/Tensor"
 
@@ -42,6 +43,30 @@ absl::Status ExpectResultShape(const HloInstruction& instruction,
         instruction.opcode(), "'s inferred shape ", expected.ToString()));
   }
   return absl::OkStatus();
+}
+
+std::unique_ptr<Kernel> MakeForwardKernel(int64_t index) {
+  return MakeKernel(
+      [index](KernelContext&,
+              absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        return *operands[index].value;
+      });
+}
+
+std::unique_ptr<Kernel> MakeElementKernel(int64_t index) {
+  return MakeKernel(
+      [index](KernelContext&,
+              absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        return operands[0].value->element(index);
+      });
+}
+
+std::unique_ptr<Kernel> MakeConstantKernel(Literal value) {
+  return MakeKernel([value = std::move(value)](
+                        KernelContext&,
+                        absl::Span<const Operand>) -> absl::StatusOr<Literal> {
+    return value;
+  });
 }
 
 void ParallelFor(const Eigen::ThreadPoolDevice* device, int64_t n,
@@ -385,30 +410,92 @@ void Fill(const Eigen::ThreadPoolDevice* device, int64_t width, int64_t n,
   });
 }
 
-int64_t ScalarAsInt64(const Literal& literal) {
+std::vector<double> ValuesAsDouble(const Literal& literal) {
+  std::vector<double> out(literal.shape().element_count());
+  DispatchType(
+      literal.shape().element_type(),
+      [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (!std::is_same_v<T, c64> && !std::is_same_v<T, c128>) {
+          const T* data = literal.data<T>().data();
+          for (size_t i = 0; i < out.size(); ++i) {
+            out[i] = static_cast<double>(data[i]);
+          }
+        }
+      },
+      [] {});
+  return out;
+}
+
+namespace {
+
+template <typename T>
+T FromDouble(double v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v != 0;
+  } else if constexpr (std::is_integral_v<T>) {
+    if (v != v) return T(0);
+    if (v <= static_cast<double>(std::numeric_limits<T>::min())) {
+      return std::numeric_limits<T>::min();
+    }
+    // 2^bits is exact in double; values at or above it saturate.
+    if (v >= static_cast<double>(std::numeric_limits<T>::max() / 2 + 1) * 2) {
+      return std::numeric_limits<T>::max();
+    }
+    return static_cast<T>(v);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    // Through float, as convert from f64 does (one rounding for f32).
+    return static_cast<T>(static_cast<float>(v));
+  }
+}
+
+}  // namespace
+
+Literal LiteralFromDoubles(const Shape& shape,
+                           absl::Span<const double> values) {
+  Literal out = Literal::Uninitialized(shape);
+  DispatchType(
+      shape.element_type(),
+      [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (!std::is_same_v<T, c64> && !std::is_same_v<T, c128>) {
+          T* data = static_cast<T*>(out.mutable_untyped_data());
+          for (size_t i = 0; i < values.size(); ++i) {
+            data[i] = FromDouble<T>(values[i]);
+          }
+        }
+      },
+      [] {});
+  return out;
+}
+
+int64_t ElementAsInt64(const Literal& literal, int64_t linear) {
   const void* p = literal.untyped_data();
   switch (literal.shape().element_type()) {
     case xla::S8:
-      return *static_cast<const int8_t*>(p);
+      return static_cast<const int8_t*>(p)[linear];
     case xla::S16:
-      return *static_cast<const int16_t*>(p);
+      return static_cast<const int16_t*>(p)[linear];
     case xla::S32:
-      return *static_cast<const int32_t*>(p);
+      return static_cast<const int32_t*>(p)[linear];
     case xla::S64:
-      return *static_cast<const int64_t*>(p);
+      return static_cast<const int64_t*>(p)[linear];
     case xla::U8:
-      return *static_cast<const uint8_t*>(p);
+      return static_cast<const uint8_t*>(p)[linear];
     case xla::U16:
-      return *static_cast<const uint16_t*>(p);
+      return static_cast<const uint16_t*>(p)[linear];
     case xla::U32:
-      return *static_cast<const uint32_t*>(p);
+      return static_cast<const uint32_t*>(p)[linear];
     case xla::U64: {
-      uint64_t v = *static_cast<const uint64_t*>(p);
+      // Indices past INT64_MAX clamp like any other out-of-range index.
+      uint64_t v = static_cast<const uint64_t*>(p)[linear];
       return v > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX
                                                   : static_cast<int64_t>(v);
     }
     case xla::PRED:
-      return *static_cast<const bool*>(p) ? 1 : 0;
+      return static_cast<const bool*>(p)[linear] ? 1 : 0;
     default:
       return 0;
   }

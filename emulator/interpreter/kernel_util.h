@@ -123,6 +123,15 @@ void ParallelFor(const Eigen::ThreadPoolDevice* device, int64_t n,
                  double cost_per_item,
                  const std::function<void(int64_t, int64_t)>& fn);
 
+// A kernel returning operand `index` as it is: values are immutable, so
+// sharing the bytes is a correct copy.
+std::unique_ptr<Kernel> MakeForwardKernel(int64_t index);
+// A kernel returning tuple element `index` of operand 0.
+std::unique_ptr<Kernel> MakeElementKernel(int64_t index);
+// A kernel returning `value` on every run (sharing its bytes, which the
+// shared count keeps any kernel from writing into).
+std::unique_ptr<Kernel> MakeConstantKernel(Literal value);
+
 // An output array of `shape`: the buffer of the first operand in `candidates`
 // that is at its last use, uniquely owned and of the same byte size, else a
 // fresh buffer. Only for kernels that read element i of the candidates before
@@ -156,8 +165,20 @@ void CopyND(const Eigen::ThreadPoolDevice* device, int64_t width,
 void Fill(const Eigen::ThreadPoolDevice* device, int64_t width, int64_t n,
           const void* value, void* dst);
 
-// Reads a scalar integer literal of any integer type as int64.
-int64_t ScalarAsInt64(const Literal& literal);
+// The elements of a real (non-complex) array as doubles, and back (rounded
+// once to the element type; integers saturate, NaN becomes 0, as convert
+// does). For kernels that compute in double whatever the element type.
+// REQUIRES: a real array type.
+std::vector<double> ValuesAsDouble(const Literal& literal);
+Literal LiteralFromDoubles(const Shape& shape, absl::Span<const double> values);
+
+// Element `linear` (row-major) of an integer or pred array as int64 (u64
+// values past INT64_MAX read as INT64_MAX).
+int64_t ElementAsInt64(const Literal& literal, int64_t linear);
+// A scalar integer literal of any integer type as int64.
+inline int64_t ScalarAsInt64(const Literal& literal) {
+  return ElementAsInt64(literal, 0);
+}
 
 }  // namespace tpu::emulator::interpreter
 

@@ -1,5 +1,4 @@
-// Kernel family: call, fusion, while, conditional, and custom-call (which
-// supports no targets yet: every target is UNIMPLEMENTED at compile time).
+// Kernel family: call, fusion, while, conditional, map.
 
 #include <cstring>
 
@@ -230,13 +229,6 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileMap(
   });
 }
 
-absl::StatusOr<std::unique_ptr<Kernel>> CompileCustomCall(
-    const HloInstruction& instruction, KernelCompiler&) {
-  return absl::UnimplementedError(
-      absl::StrCat("the interpreter does not support custom-call target \"",
-                   instruction.proto().custom_call_target(), "\""));
-}
-
 }  // namespace
 
 void RegisterControlFlowKernels(KernelRegistry& registry) {
@@ -245,7 +237,6 @@ void RegisterControlFlowKernels(KernelRegistry& registry) {
   registry.Register("while", &CompileWhile);
   registry.Register("conditional", &CompileConditional);
   registry.Register("map", &CompileMap);
-  registry.Register("custom-call", &CompileCustomCall);
 }
 
 }  // namespace tpu::emulator::interpreter

@@ -2,6 +2,7 @@
 // saturating float->int rule) and bitcast-convert.
 
 #include "emulator/interpreter/elementwise_common.h"
+#include "emulator/interpreter/narrow_types.h"
 
 namespace tpu::emulator::interpreter {
 namespace {
@@ -95,6 +96,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvert(
   if (absl::Status s = ExpectSameDimensions(instruction); !s.ok()) return s;
   const xla::PrimitiveType from =
       instruction.operand(0)->shape().element_type();
+  if (IsNarrowType(from) || IsNarrowType(instruction.shape().element_type())) {
+    return CompileNarrowConvert(instruction);
+  }
   return DispatchType(
       from,
       [&](auto tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
@@ -113,6 +117,14 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileBitcastConvert(
   const Shape& out = instruction.shape();
   if (absl::Status s = ExpectArray(in, "operand"); !s.ok()) return s;
   if (absl::Status s = ExpectArray(out, "result"); !s.ok()) return s;
+  // 4-bit types hold one element per byte here, so only bitcasts between
+  // two of them keep the bits where a byte copy puts them.
+  if (IsNarrowInt(in.element_type()) != IsNarrowInt(out.element_type())) {
+    return absl::UnimplementedError(absl::StrCat(
+        "bitcast-convert between ", PrimitiveTypeName(in.element_type()),
+        " and ", PrimitiveTypeName(out.element_type()),
+        " (4-bit and wider elements) is not supported"));
+  }
   const int64_t in_width = ByteWidth(in.element_type());
   const int64_t out_width = ByteWidth(out.element_type());
   std::vector<int64_t> dims = in.dimensions();

@@ -447,6 +447,26 @@ std::unique_ptr<Kernel> MakeFusedConvKernel(ConvPlan plan,
       });
 }
 
+// A pred convolution reads its operands as pred (nonzero is true), as XLA's
+// evaluator converts them, and computes the OR of ANDs: an integer count of
+// true products, nonzero when any is.
+Literal NonzeroAsPred(const Literal& in) {
+  Literal out =
+      Literal::Uninitialized(Shape::Array(xla::PRED, in.shape().dimensions()));
+  bool* dst = static_cast<bool*>(out.mutable_untyped_data());
+  DispatchType(
+      in.shape().element_type(),
+      [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        const S* src = in.data<S>().data();
+        for (int64_t i = 0; i < in.shape().element_count(); ++i) {
+          dst[i] = src[i] != S(0);
+        }
+      },
+      [] {});
+  return out;
+}
+
 template <typename R>
 std::unique_ptr<Kernel> MakeConvKernel(ConvPlan plan) {
   using C = GemmType<R>;
@@ -466,7 +486,19 @@ std::unique_ptr<Kernel> MakeConvKernel(ConvPlan plan) {
           canonical_storage = AlignedBuffer::Allocate(count * sizeof(C));
           out = static_cast<C*>(canonical_storage->data());
         }
-        ComputeCanonical<C>(device, plan, operands, out);
+        if constexpr (std::is_same_v<R, bool>) {
+          Literal lhs_pred, rhs_pred;
+          std::vector<Operand> as_pred(operands.begin(), operands.end());
+          for (int i = 0; i < 2; ++i) {
+            if (as_pred[i].value->shape().element_type() == xla::PRED) continue;
+            Literal& converted = i == 0 ? lhs_pred : rhs_pred;
+            converted = NonzeroAsPred(*as_pred[i].value);
+            as_pred[i].value = &converted;
+          }
+          ComputeCanonical<C>(device, plan, as_pred, out);
+        } else {
+          ComputeCanonical<C>(device, plan, operands, out);
+        }
         if (in_place) return result;
         const C* canonical = out;
         std::shared_ptr<AlignedBuffer> converted;
@@ -703,11 +735,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileConvolution(
       rt,
       [&](auto tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
         using R = typename decltype(tag)::type;
-        if constexpr (std::is_same_v<R, bool>) {
-          return UnsupportedType(instruction, rt);
-        } else {
-          return MakeConvKernel<R>(*std::move(plan));
-        }
+        return MakeConvKernel<R>(*std::move(plan));
       },
       [&]() -> absl::StatusOr<std::unique_ptr<Kernel>> {
         return UnsupportedType(instruction, rt);

@@ -539,14 +539,5 @@ TEST(ConvolutionTest, RejectsWrongResultShapeAndBadWindow) {
       << e.status();
 }
 
-TEST(ConvolutionTest, RejectsPred) {
-  ConvSpec s = Nhwc({1, 2, 1}, {1, 1, 1}, {Win{1}});
-  absl::StatusOr<std::unique_ptr<Executable>> e = Executable::Compile(
-      ConvModule(s, xla::PRED, xla::PRED, xla::PRED), CompileOptions());
-  ASSERT_FALSE(e.ok());
-  EXPECT_EQ(e.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(e.status().message().find("pred"), std::string::npos) << e.status();
-}
-
 }  // namespace
 }  // namespace tpu::emulator::interpreter

@@ -179,23 +179,45 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileSlice(
       });
 }
 
-absl::Status ExpectScalarIndices(const HloInstruction& instruction,
-                                 int64_t first, int64_t count) {
+// The start indices of dynamic-slice and dynamic-update-slice from operand
+// `first` on: one integer scalar per dimension, or (the older form XLA's
+// verifier still accepts) one integer vector of `count` elements.
+struct StartIndices {
+  int64_t first = 0;
+  bool vector = false;
+  int64_t Get(absl::Span<const Operand> operands, int64_t d) const {
+    return vector ? ElementAsInt64(*operands[first].value, d)
+                  : ScalarAsInt64(*operands[first + d].value);
+  }
+};
+
+absl::StatusOr<StartIndices> ExpectStartIndices(
+    const HloInstruction& instruction, int64_t first, int64_t count) {
+  auto is_integer = [](const Shape& s) {
+    return s.IsArray() && (IsSignedInteger(s.element_type()) ||
+                           IsUnsignedInteger(s.element_type()));
+  };
+  if (instruction.operand_count() == first + 1 && count != 0) {
+    const Shape& s = instruction.operand(first)->shape();
+    if (is_integer(s) && s.rank() == 1 && s.dimensions(0) == count) {
+      return StartIndices{first, true};
+    }
+  }
   if (instruction.operand_count() != first + count) {
     return Malformed(absl::StrCat(
         instruction.opcode(), " needs ", first + count, " operands (", count,
-        " scalar start indices), got ", instruction.operand_count()));
+        " scalar start indices, or one vector of them), got ",
+        instruction.operand_count()));
   }
   for (int64_t i = first; i < first + count; ++i) {
     const Shape& s = instruction.operand(i)->shape();
-    if (s.rank() != 0 || !(IsSignedInteger(s.element_type()) ||
-                           IsUnsignedInteger(s.element_type()))) {
+    if (!is_integer(s) || s.rank() != 0) {
       return Malformed(absl::StrCat("start index ", i - first,
                                     " must be an integer scalar, got ",
                                     s.ToString()));
     }
   }
-  return absl::OkStatus();
+  return StartIndices{first, false};
 }
 
 // Clamped start of a window of `size` in a dimension of `dim` (XLA's rule).
@@ -208,10 +230,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileDynamicSlice(
   if (instruction.operand_count() < 1) return ExpectOperands(instruction, 1);
   const Shape& in = instruction.operand(0)->shape();
   if (absl::Status s = ExpectArray(in, "operand"); !s.ok()) return s;
-  if (absl::Status s = ExpectScalarIndices(instruction, 1, in.rank());
-      !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<StartIndices> starts =
+      ExpectStartIndices(instruction, 1, in.rank());
+  if (!starts.ok()) return starts.status();
+  const StartIndices start = *starts;
   const auto& sizes = instruction.proto().dynamic_slice_sizes();
   if (sizes.size() != in.rank()) {
     return Malformed("dynamic_slice_sizes must have one entry per dimension");
@@ -239,8 +261,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileDynamicSlice(
         Literal result = Literal::Uninitialized(shape);
         int64_t offset = 0;
         for (size_t d = 0; d < in_dims.size(); ++d) {
-          offset += ClampStart(ScalarAsInt64(*operands[d + 1].value),
-                               in_dims[d], shape.dimensions(d)) *
+          offset += ClampStart(start.Get(operands, d), in_dims[d],
+                               shape.dimensions(d)) *
                     in_strides[d];
         }
         if (shape.element_count() == 0) return result;
@@ -259,10 +281,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileDynamicUpdateSlice(
   const Shape& in = instruction.operand(0)->shape();
   const Shape& update = instruction.operand(1)->shape();
   if (absl::Status s = ExpectArray(in, "operand"); !s.ok()) return s;
-  if (absl::Status s = ExpectScalarIndices(instruction, 2, in.rank());
-      !s.ok()) {
-    return s;
-  }
+  absl::StatusOr<StartIndices> starts =
+      ExpectStartIndices(instruction, 2, in.rank());
+  if (!starts.ok()) return starts.status();
+  const StartIndices start = *starts;
   if (update.element_type() != in.element_type() ||
       update.rank() != in.rank()) {
     return Malformed(absl::StrCat("update ", update.ToString(),
@@ -293,8 +315,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileDynamicUpdateSlice(
         }
         int64_t offset = 0;
         for (int64_t d = 0; d < shape.rank(); ++d) {
-          offset += ClampStart(ScalarAsInt64(*operands[d + 2].value),
-                               shape.dimensions(d), update_dims[d]) *
+          offset += ClampStart(start.Get(operands, d), shape.dimensions(d),
+                               update_dims[d]) *
                     in_strides[d];
         }
         CopyND(context.device(), width, update_dims,

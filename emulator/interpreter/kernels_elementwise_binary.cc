@@ -57,7 +57,7 @@ constexpr bool Supported() {
     case Bin::kMin:
       return !kIsComplex<T>;
     case Bin::kAtan2:
-      return kIsFloat<T>;
+      return kIsFloat<T> || kIsComplex<T>;
     case Bin::kAnd:
     case Bin::kOr:
     case Bin::kXor:
@@ -143,8 +143,13 @@ struct BinaryFn {
           return static_cast<T>(x | y);
         case Bin::kXor:
           return static_cast<T>(x ^ y);
+        // Shifts as XLA's evaluator defines them: the amount is read as an
+        // unsigned value of the element type, and an amount of at least the
+        // bit width (so also any negative one) shifts every bit out: 0 for
+        // the left and logical shifts, the sign fill for the arithmetic one.
+        // The arithmetic shift reads the top bit as the sign in unsigned
+        // types too (u8 200 >> 255 is 255).
         case Bin::kShl:
-          // Shift amounts are read as unsigned; >= the bit width gives 0.
           return uy >= static_cast<U>(kBits)
                      ? T(0)
                      : static_cast<T>(static_cast<U>(ux << uy));
@@ -152,18 +157,12 @@ struct BinaryFn {
           return uy >= static_cast<U>(kBits)
                      ? T(0)
                      : static_cast<T>(static_cast<U>(ux >> uy));
-        case Bin::kShra:
-          if (uy >= static_cast<U>(kBits)) {
-            if constexpr (std::is_signed_v<T>) return x < 0 ? T(-1) : T(0);
-            return T(0);
-          }
-          if constexpr (std::is_signed_v<T>) {
-            return static_cast<T>(x >> uy);
-          } else {
-            // Arithmetic shift of an unsigned type sees the top bit as sign.
-            using S = std::make_signed_t<T>;
-            return static_cast<T>(static_cast<S>(x) >> uy);
-          }
+        case Bin::kShra: {
+          using S = std::make_signed_t<T>;
+          const S sx = static_cast<S>(x);
+          if (uy >= static_cast<U>(kBits)) return sx < 0 ? T(-1) : T(0);
+          return static_cast<T>(static_cast<S>(sx >> uy));
+        }
         default:
           return T(0);
       }
@@ -182,6 +181,13 @@ struct BinaryFn {
             return y == T(0) ? T(1) : T(0);
           }
           return std::pow(x, y);
+        case Bin::kAtan2: {
+          // XLA's definition for complex operands (its evaluator and
+          // elemental emitter): -i * log((x + i y) / sqrt(x^2 + y^2)) with
+          // y the first operand.
+          const T i(0, 1);
+          return -i * std::log((y + i * x) / std::sqrt(y * y + x * x));
+        }
         default:
           return T(0);
       }

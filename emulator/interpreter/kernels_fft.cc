@@ -13,6 +13,7 @@
 // power-of-two convolution otherwise. Plans (twiddles, chirps) are built at
 // compile time and shared read-only by concurrent runs.
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 
@@ -250,6 +251,53 @@ std::unique_ptr<Kernel> MakeFft(FftPlan plan) {
       });
 }
 
+// `in` zero-padded or truncated to `dims` (same rank).
+Literal Resize(const Eigen::ThreadPoolDevice* device, const Literal& in,
+               const std::vector<int64_t>& dims) {
+  Literal out = Literal::Zeros(Shape::Array(in.shape().element_type(), dims));
+  std::vector<int64_t> overlap(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    overlap[d] = std::min(dims[d], in.shape().dimensions(d));
+  }
+  CopyND(device, ByteWidth(in.shape().element_type()), overlap,
+         static_cast<const char*>(in.untyped_data()),
+         RowMajorStrides(in.shape().dimensions()),
+         static_cast<char*>(out.mutable_untyped_data()), RowMajorStrides(dims));
+  return out;
+}
+
+// FFT/IFFT whose operand's dimensions differ from fft_length: the operand is
+// zero-padded or truncated to fft_length, transformed, and the result
+// resized back to the operand's shape, as XLA's evaluator does.
+std::unique_ptr<Kernel> MakeResizedFft(FftPlan plan,
+                                       const std::vector<int64_t>& fft_dims,
+                                       bool is_double) {
+  const Shape result = plan.result;
+  plan.result = Shape::Array(result.element_type(), fft_dims);
+  for (int64_t d = 0; d + static_cast<int64_t>(plan.lengths.size()) <
+                      static_cast<int64_t>(fft_dims.size());
+       ++d) {
+    plan.batch *= fft_dims[d];
+  }
+  for (int64_t n : plan.lengths) {
+    plan.ffts.push_back(std::make_shared<const Fft1D>(n));
+  }
+  std::shared_ptr<const Kernel> inner = is_double
+                                            ? MakeFft<double>(std::move(plan))
+                                            : MakeFft<float>(std::move(plan));
+  return MakeKernel(
+      [inner, result, fft_dims](
+          KernelContext& context,
+          absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        const Literal padded =
+            Resize(context.device(), *operands[0].value, fft_dims);
+        const Operand operand{&padded, false};
+        absl::StatusOr<Literal> transformed = inner->Run(context, {operand});
+        if (!transformed.ok()) return transformed.status();
+        return Resize(context.device(), *transformed, result.dimensions());
+      });
+}
+
 absl::StatusOr<std::unique_ptr<Kernel>> CompileFft(
     const HloInstruction& instruction, KernelCompiler&) {
   if (absl::Status s = ExpectOperands(instruction, 1); !s.ok()) return s;
@@ -298,11 +346,23 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileFft(
   if (t != want_in) {
     return UnsupportedType(instruction, t);
   }
-  std::vector<int64_t> in_dims = in.dimensions();
+  // XLA's shape inference: FFT and IFFT return the operand's shape whatever
+  // fft_length says (its evaluator zero-pads or truncates the operand to
+  // fft_length and the transform back); RFFT's dimensions match fft_length
+  // and IRFFT's too except the last, fft_length/2+1. A zero-length last
+  // dimension stays zero (RFFT of length 0 gives 0 elements, not 1; IRFFT of
+  // length 0 takes a last dimension of 0 or 1).
+  const std::vector<int64_t> in_dims = in.dimensions();
+  const int64_t n_last = plan.lengths.back();
+  const bool complex_to_complex =
+      plan.type == xla::FFT || plan.type == xla::IFFT;
   std::vector<int64_t> expect_in(in_dims.begin(), in_dims.end() - r);
   for (int64_t n : plan.lengths) expect_in.push_back(n);
-  if (plan.type == xla::IRFFT) expect_in.back() = plan.lengths.back() / 2 + 1;
-  if (in_dims != expect_in) {
+  if (plan.type == xla::IRFFT) {
+    const bool zero = in_dims.back() == 0 && n_last == 0;
+    expect_in.back() = zero ? 0 : n_last / 2 + 1;
+  }
+  if (!complex_to_complex && in_dims != expect_in) {
     return Malformed(absl::StrCat(
         "fft operand ", in.ToString(),
         " does not match fft_length for this "
@@ -312,10 +372,21 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileFft(
   }
   std::vector<int64_t> out_dims(in_dims.begin(), in_dims.end() - r);
   for (int64_t n : plan.lengths) out_dims.push_back(n);
-  if (plan.type == xla::RFFT) out_dims.back() = plan.lengths.back() / 2 + 1;
+  if (plan.type == xla::RFFT && n_last != 0) out_dims.back() = n_last / 2 + 1;
+  if (complex_to_complex) out_dims = in_dims;
   plan.result = Shape::Array(want_out, out_dims);
   if (absl::Status s = ExpectResultShape(instruction, plan.result); !s.ok()) {
     return s;
+  }
+  const bool zero_length = std::find(plan.lengths.begin(), plan.lengths.end(),
+                                     0) != plan.lengths.end();
+  if (plan.result.element_count() == 0 || zero_length) {
+    // Nothing to transform, and a zero-length transform is zeros (XLA's
+    // evaluator); no plan exists for length 0.
+    return MakeConstantKernel(Literal::Zeros(plan.result));
+  }
+  if (complex_to_complex && in_dims != expect_in) {
+    return MakeResizedFft(std::move(plan), expect_in, is_double);
   }
   for (int64_t d = 0; d + r < in.rank(); ++d) plan.batch *= in_dims[d];
   for (int64_t n : plan.lengths) {

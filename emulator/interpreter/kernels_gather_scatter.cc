@@ -33,34 +33,6 @@ absl::Status CheckAxes(const std::vector<int64_t>& axes, int64_t rank,
   return absl::OkStatus();
 }
 
-// Index arrays: reads start_indices[...] of any integer type.
-int64_t ReadIndex(const Literal& indices, int64_t linear) {
-  const void* p = indices.untyped_data();
-  switch (indices.shape().element_type()) {
-    case xla::S8:
-      return static_cast<const int8_t*>(p)[linear];
-    case xla::S16:
-      return static_cast<const int16_t*>(p)[linear];
-    case xla::S32:
-      return static_cast<const int32_t*>(p)[linear];
-    case xla::S64:
-      return static_cast<const int64_t*>(p)[linear];
-    case xla::U8:
-      return static_cast<const uint8_t*>(p)[linear];
-    case xla::U16:
-      return static_cast<const uint16_t*>(p)[linear];
-    case xla::U32:
-      return static_cast<const uint32_t*>(p)[linear];
-    case xla::U64: {
-      uint64_t v = static_cast<const uint64_t*>(p)[linear];
-      return v > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX
-                                                  : static_cast<int64_t>(v);
-    }
-    default:
-      return 0;
-  }
-}
-
 bool IsIntegerType(xla::PrimitiveType t) {
   return IsSignedInteger(t) || IsUnsignedInteger(t);
 }
@@ -246,7 +218,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileGather(
             std::vector<int64_t> start(plan.operand.rank(), 0);
             for (size_t k = 0; k < plan.start_index_map.size(); ++k) {
               start[plan.start_index_map[k]] =
-                  ReadIndex(idx, idx_base + k * sp.index_vector_stride);
+                  ElementAsInt64(idx, idx_base + k * sp.index_vector_stride);
             }
             for (size_t k = 0; k < plan.operand_batching_dims.size(); ++k) {
               start[plan.operand_batching_dims[k]] =
@@ -272,79 +244,35 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileGather(
   });
 }
 
-enum class Upd { kAssign, kAdd, kMul, kMax, kMin, kOther };
-
 // Scatter computations that run as typed loops: the update replaces the
-// element, or combines with it like a reducer of reducer.h.
-Upd MatchUpdate(const HloComputation& c) {
+// element (kAssign), or combines with it like a reducer of reducer.h.
+struct Update {
+  bool assign = false;
+  Red kind = Red::kOther;
+  bool typed() const { return assign || kind != Red::kOther; }
+};
+
+Update MatchUpdate(const HloComputation& c, xla::PrimitiveType type) {
+  Update update;
   if (c.num_parameters() == 2 && c.root() == c.parameters()[1]) {
-    return Upd::kAssign;
+    update.assign = true;
+  } else if (Red kind = MatchReducer(c); HasTypedReducer(kind, type)) {
+    update.kind = kind;
   }
-  switch (MatchReducer(c)) {
-    case Red::kAdd:
-      return Upd::kAdd;
-    case Red::kMul:
-      return Upd::kMul;
-    case Red::kMax:
-      return Upd::kMax;
-    case Red::kMin:
-      return Upd::kMin;
-    default:
-      return Upd::kOther;
-  }
+  return update;
 }
 
 template <typename T>
-void ApplyUpdate(Upd kind, T* out, const T* upd) {
-  using C = ComputeType<T>;
-  if constexpr (std::is_same_v<T, bool>) {
-    switch (kind) {
-      case Upd::kAdd:
-      case Upd::kMax:
-        *out = *out || *upd;
-        return;
-      case Upd::kMul:
-      case Upd::kMin:
-        *out = *out && *upd;
-        return;
-      default:
-        *out = *upd;
-        return;
-    }
-  } else if constexpr (kIsComplex<T>) {
-    if (kind == Upd::kAdd) {
-      *out += *upd;
-    } else if (kind == Upd::kMul) {
-      *out *= *upd;
-    } else {
-      *out = *upd;
-    }
-  } else {
-    const C a = static_cast<C>(*out), b = static_cast<C>(*upd);
-    switch (kind) {
-      case Upd::kAdd:
-        if constexpr (kIsInteger<T>) {
-          using U = UnsignedOf<T>;
-          *out = static_cast<T>(
-              static_cast<U>(static_cast<U>(*out) + static_cast<U>(*upd)));
-        } else {
-          *out = static_cast<T>(a + b);
-        }
-        return;
-      case Upd::kMul:
-        *out = static_cast<T>(a * b);
-        return;
-      case Upd::kMax:
-        *out = static_cast<T>((a > b || a != a) ? a : b);
-        return;
-      case Upd::kMin:
-        *out = static_cast<T>((a < b || a != a) ? a : b);
-        return;
-      default:
-        *out = *upd;
-        return;
-    }
+void ApplyUpdate(const Update& update, T* out, const T* upd) {
+  if (update.assign) {
+    *out = *upd;
+    return;
   }
+  using C = AccType<T>;
+  WithReducer(update.kind, [&](auto op) {
+    *out = static_cast<T>(Combine<decltype(op)::value, C>(
+        static_cast<C>(*out), static_cast<C>(*upd)));
+  });
 }
 
 struct ScatterPlan {
@@ -359,7 +287,7 @@ struct ScatterPlan {
   std::vector<int64_t> update_scatter_dims;    // update dims that index
   std::vector<int64_t> update_window_dims;
   std::vector<int64_t> window_operand_dims;  // operand dim per window dim
-  Upd kind = Upd::kOther;
+  Update typed_update;  // a typed loop, if typed_update.typed()
   const CompiledComputation* computation = nullptr;
 };
 
@@ -392,7 +320,7 @@ absl::Status RunScatterTyped(KernelContext& context, const ScatterPlan& plan,
     std::fill(full.begin(), full.end(), 0);
     for (size_t k = 0; k < plan.scatter_to_operand.size(); ++k) {
       full[plan.scatter_to_operand[k]] =
-          ReadIndex(idx, idx_base + k * sp.index_vector_stride);
+          ElementAsInt64(idx, idx_base + k * sp.index_vector_stride);
     }
     for (size_t k = 0; k < plan.input_batching_dims.size(); ++k) {
       full[plan.input_batching_dims[k]] = bi[plan.indices_batching_dims[k]];
@@ -418,8 +346,8 @@ absl::Status RunScatterTyped(KernelContext& context, const ScatterPlan& plan,
         off += ui[plan.update_window_dims[w]] *
                op_strides[plan.window_operand_dims[w]];
       }
-      if (plan.kind != Upd::kOther) {
-        ApplyUpdate<T>(plan.kind, out_data[0] + off,
+      if (plan.typed_update.typed()) {
+        ApplyUpdate<T>(plan.typed_update, out_data[0] + off,
                        operands[plan.n + 1].value->data<T>().data() + u);
       } else {
         std::vector<Literal> args;
@@ -584,8 +512,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileScatter(
     return s;
   plan.result = result;
   const HloComputation& update = *instruction.called_computations()[0];
-  plan.kind = plan.n == 1 ? MatchUpdate(update) : Upd::kOther;
-  if (plan.kind == Upd::kOther) {
+  if (plan.n == 1)
+    plan.typed_update = MatchUpdate(update, operand.element_type());
+  if (!plan.typed_update.typed()) {
     absl::StatusOr<const CompiledComputation*> c = compiler.Compile(&update);
     if (!c.ok()) return c.status();
     plan.computation = *c;
@@ -607,7 +536,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileScatter(
             }
             outs.push_back(std::move(out));
           }
-          if (plan.kind != Upd::kOther) {
+          if (plan.typed_update.typed()) {
             if (absl::Status s =
                     RunScatterTyped<T>(context, plan, operands, outs);
                 !s.ok()) {

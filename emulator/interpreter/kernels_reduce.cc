@@ -294,37 +294,11 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileReduce(
       layout.reduced *= first.dimensions(d);
     }
   }
-  const xla::PrimitiveType type = first.element_type();
-  auto build = [&](auto op_tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    constexpr Red kOp = decltype(op_tag)::value;
-    return DispatchType(
-        type,
-        [&](auto tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-          using T = typename decltype(tag)::type;
-          if constexpr (Supported<kOp, T>()) {
-            return MakeFastReduce<kOp, T>(layout);
-          } else {
-            return UnsupportedType(instruction, type);
-          }
-        },
-        [&]() -> absl::StatusOr<std::unique_ptr<Kernel>> {
-          return UnsupportedType(instruction, type);
-        });
-  };
-  switch (kind) {
-    case Red::kAdd:
-      return build(std::integral_constant<Red, Red::kAdd>{});
-    case Red::kMul:
-      return build(std::integral_constant<Red, Red::kMul>{});
-    case Red::kMax:
-      return build(std::integral_constant<Red, Red::kMax>{});
-    case Red::kMin:
-      return build(std::integral_constant<Red, Red::kMin>{});
-    case Red::kAnd:
-      return build(std::integral_constant<Red, Red::kAnd>{});
-    default:
-      return build(std::integral_constant<Red, Red::kOr>{});
-  }
+  return MakeTypedReducerKernel(
+      instruction, kind, first.element_type(), [&](auto op, auto tag) {
+        return MakeFastReduce<decltype(op)::value,
+                              typename decltype(tag)::type>(layout);
+      });
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Kernel family: rng-bit-generator and rng.
+// Kernel family: rng-bit-generator, rng and rng-get-and-update-state.
 //
 // rng-bit-generator follows XLA's RngBitGeneratorExpander and
 // xla/hlo/builder/lib/prng.cc bit for bit. The state is u64[n]; state[0] is the
@@ -16,16 +16,29 @@
 //    block). New state: [key, counter + blocks] (only the low word for u64[2]).
 //  - RNG_DEFAULT is RNG_PHILOX, as on XLA's CPU and GPU backends.
 //
-// rng (RNG_UNIFORM on [a, b) and RNG_NORMAL with mean a, deviation b) has no
-// seed operand in HLO. SEED RULE: an rng instruction draws from Philox-4x32-10
-// keyed by its HLO instruction id (the `id` field of its proto); element i of
-// the result takes 32 (f16/bf16/f32 and 32-bit or narrower integers) or 64
-// (f64, 64-bit integers) random bits from block counter i. The values depend
-// only on the module, never on the run, the thread count or the replica: an
-// rng inside a loop body yields the same values on every iteration. Uniform
-// floats use the top mantissa-width bits as u in [0, 1) and return
-// a + (b - a) * u; integers return a + bits mod (b - a) (a if b <= a); normal
-// values are Box-Muller on two such uniforms (computed in double).
+// A state longer than the algorithm reads (u64[3] and more for three_fry,
+// u64[4] and more for philox) is accepted, as XLA's verifier accepts it: the
+// words past the ones the algorithm uses are returned unchanged.
+//
+// rng (RNG_UNIFORM on [a, b), RNG_NORMAL with mean a and deviation b) runs as
+// XLA's RngExpander rewrites it: a Philox-4x32-10 draw under a key that is
+// constant per instruction, whose 128-bit counter comes from the program's
+// RngState (rng_state.h), advanced on every execution by the number of
+// 32-bit words the result needs (elements, twice that for 64-bit types).
+// XLA's key mixes a random value per module; ours is derived from the
+// instruction id, so a freshly compiled program replays the same sequence
+// while successive executions (and loop iterations) draw new numbers. The
+// bits are those rng-bit-generator(philox) gives for the state {key,
+// counter}: 32-bit results take one word, f16/bf16 are drawn as f32 and
+// rounded (XLA widens them), 64-bit results two words. Uniform floats are
+// u * (b - a) + a with u the top mantissa bits over 2^mantissa, computed in
+// the (widened) type; integers are a + bits mod (b - a) with wrapping
+// arithmetic (b == a gives a + bits, as XLA's remainder by zero does);
+// normal values are Box-Muller on uniforms: element i < h = ceil(n/2) takes
+// sqrt(-2 ln u_i) cos(2 pi u_{h+i}) and element h + i the sine (in double).
+//
+// rng-get-and-update-state returns the RngState before it advances by its
+// delta, as u64[2] (low word first).
 
 #include <cmath>
 #include <cstring>
@@ -216,17 +229,13 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileRngBitGenerator(
                                   static_cast<int>(plan.algorithm)));
   }
   const Shape& st = plan.state_shape;
-  const bool state_ok =
-      st.IsArray() && st.element_type() == xla::U64 && st.rank() == 1 &&
-      (plan.algorithm == xla::RNG_THREE_FRY
-           ? st.dimensions(0) == 2
-           : (st.dimensions(0) == 2 || st.dimensions(0) == 3));
-  if (!state_ok) {
-    return Malformed(absl::StrCat("rng-bit-generator state must be ",
-                                  plan.algorithm == xla::RNG_THREE_FRY
-                                      ? "u64[2] for three_fry"
-                                      : "u64[2] or u64[3] for philox",
-                                  ", got ", st.ToString()));
+  // Three_fry reads the key and one counter word, philox the key and one or
+  // two counter words; longer states pass their extra words through.
+  if (!st.IsArray() || st.element_type() != xla::U64 || st.rank() != 1 ||
+      st.dimensions(0) < 2) {
+    return Malformed(
+        absl::StrCat("rng-bit-generator state must be u64[n] with n >= 2, got ",
+                     st.ToString()));
   }
   const xla::PrimitiveType t = plan.data_shape.element_type();
   if (t == xla::PRED || IsComplex(t)) {
@@ -237,13 +246,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileRngBitGenerator(
 }
 
 // ---------------------------------------------------------------------------
-// rng
-
-// Bits for element i of an rng instruction (see SEED RULE above).
-uint64_t RngBits(uint64_t seed, int64_t i, bool wide) {
-  auto out = PhiloxBlock(seed, static_cast<uint64_t>(i), 0, 0);
-  return wide ? Join(out[0], out[1]) : out[0];
-}
+// rng and rng-get-and-update-state
 
 // u in [0, 1) from the top `mantissa` bits of `bits` (of `total` bits).
 double UnitFromBits(uint64_t bits, int total, int mantissa) {
@@ -251,63 +254,113 @@ double UnitFromBits(uint64_t bits, int total, int mantissa) {
   return std::ldexp(static_cast<double>(top), -mantissa);
 }
 
+// The key of an rng instruction: a fixed mix of its id (SplitMix64's
+// finalizer), so that distinct instructions draw unrelated streams.
+uint64_t RngKey(int64_t id) {
+  uint64_t z = static_cast<uint64_t>(id) + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+struct RngPlan {
+  Shape shape;
+  xla::RandomDistribution distribution;
+  uint64_t key = 0;
+  RngState* state = nullptr;  // the executable's; outlives the kernel
+};
+
+// Word w of the Philox stream of (key, counter): block w / 4, word w % 4.
+class PhiloxStream {
+ public:
+  PhiloxStream(uint64_t key, std::array<uint64_t, 2> counter)
+      : key_(key), counter_(counter) {}
+  uint32_t Word(int64_t w) const {
+    return PhiloxBlock(key_, counter_[0], counter_[1], w / 4)[w % 4];
+  }
+  // 64 bits for element i of a 64-bit result (two consecutive words).
+  uint64_t Wide(int64_t i) const {
+    const auto block = PhiloxBlock(key_, counter_[0], counter_[1], i / 2);
+    return Join(block[2 * (i % 2)], block[2 * (i % 2) + 1]);
+  }
+
+ private:
+  uint64_t key_;
+  std::array<uint64_t, 2> counter_;
+};
+
 template <typename T>
-std::unique_ptr<Kernel> MakeRng(Shape shape, xla::RandomDistribution dist,
-                                uint64_t seed) {
-  return MakeKernel([shape, dist, seed](KernelContext& context,
-                                        absl::Span<const Operand> operands)
+T UniformValue(const PhiloxStream& stream, int64_t i, T a, T b) {
+  if constexpr (kIsInteger<T>) {
+    using U = std::make_unsigned_t<T>;
+    const U bits =
+        static_cast<U>(sizeof(T) == 8 ? stream.Wide(i) : stream.Word(i));
+    const U range = static_cast<U>(static_cast<U>(b) - static_cast<U>(a));
+    const U dist = range == 0 ? bits : static_cast<U>(bits % range);
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) + dist));
+  } else if constexpr (std::is_same_v<T, double>) {
+    return UnitFromBits(stream.Wide(i), 64, 52) * (b - a) + a;
+  } else {
+    // f16 and bf16 are drawn as f32, as XLA's RngExpander widens them.
+    const float lo = static_cast<float>(a), hi = static_cast<float>(b);
+    const float u = static_cast<float>(UnitFromBits(stream.Word(i), 32, 23));
+    return static_cast<T>(u * (hi - lo) + lo);
+  }
+}
+
+template <typename T>
+double UnitOf(const PhiloxStream& stream, int64_t i) {
+  if constexpr (std::is_same_v<T, double>) {
+    return UnitFromBits(stream.Wide(i), 64, 52);
+  } else {
+    return UnitFromBits(stream.Word(i), 32, 23);
+  }
+}
+
+template <typename T>
+std::unique_ptr<Kernel> MakeRng(RngPlan plan) {
+  return MakeKernel([plan](KernelContext& context,
+                           absl::Span<const Operand> operands)
                         -> absl::StatusOr<Literal> {
     const T a = operands[0].value->data<T>()[0];
     const T b = operands[1].value->data<T>()[0];
-    Literal out = Literal::Uninitialized(shape);
+    const int64_t n = plan.shape.element_count();
+    const uint64_t delta = static_cast<uint64_t>(n) * (sizeof(T) == 8 ? 2 : 1);
+    const PhiloxStream stream(plan.key, plan.state->GetAndAdd(delta));
+    Literal out = Literal::Uninitialized(plan.shape);
     T* dst = static_cast<T*>(out.mutable_untyped_data());
-    const int64_t n = shape.element_count();
-    constexpr bool kWide = sizeof(T) == 8;
-    ParallelFor(context.device(), n, 80, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        if constexpr (kIsInteger<T>) {
-          using U = std::make_unsigned_t<T>;
-          const U range = static_cast<U>(static_cast<U>(b) - static_cast<U>(a));
-          const bool empty = b <= a;
-          const U bits = static_cast<U>(RngBits(seed, i, kWide));
-          dst[i] = empty ? a
-                         : static_cast<T>(static_cast<U>(static_cast<U>(a) +
-                                                         bits % range));
-        } else {
-          const int total = kWide ? 64 : 32;
-          const int mantissa = std::is_same_v<T, double>  ? 52
-                               : std::is_same_v<T, float> ? 23
-                               : std::is_same_v<T, f16>   ? 10
-                                                          : 7;
-          const double lo = static_cast<double>(static_cast<ComputeType<T>>(a));
-          const double hi = static_cast<double>(static_cast<ComputeType<T>>(b));
-          if (dist == xla::RNG_UNIFORM) {
-            const double u =
-                UnitFromBits(RngBits(seed, i, kWide), total, mantissa);
-            dst[i] =
-                static_cast<T>(static_cast<ComputeType<T>>(lo + (hi - lo) * u));
-          } else {
-            // Box-Muller on words of the element's own block.
-            auto words = PhiloxBlock(seed, static_cast<uint64_t>(i), 0, 0);
-            const double u1 = std::max(
-                std::ldexp(static_cast<double>(Join(words[0], words[1]) >> 11),
-                           -53),
-                1e-300);
-            const double u2 = std::ldexp(
-                static_cast<double>(Join(words[2], words[3]) >> 11), -53);
-            const double z =
-                std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
-            dst[i] = static_cast<T>(static_cast<ComputeType<T>>(lo + hi * z));
+    if (plan.distribution == xla::RNG_UNIFORM) {
+      ParallelFor(context.device(), n, 80, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          dst[i] = UniformValue<T>(stream, i, a, b);
+        }
+      });
+      return out;
+    }
+    if constexpr (kIsFloat<T>) {
+      const int64_t half = (n + 1) / 2;
+      const double mean = static_cast<double>(static_cast<ComputeType<T>>(a));
+      const double sigma = static_cast<double>(static_cast<ComputeType<T>>(b));
+      ParallelFor(context.device(), half, 160, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          const double u1 = std::max(UnitOf<T>(stream, i), 1e-300);
+          const double u2 = UnitOf<T>(stream, half + i);
+          const double r = std::sqrt(-2.0 * std::log(u1));
+          dst[i] = static_cast<T>(static_cast<ComputeType<T>>(
+              mean + sigma * r * std::cos(2.0 * M_PI * u2)));
+          if (half + i < n) {
+            dst[half + i] = static_cast<T>(static_cast<ComputeType<T>>(
+                mean + sigma * r * std::sin(2.0 * M_PI * u2)));
           }
         }
-      }
-    });
+      });
+    }
     return out;
   });
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> CompileRng(
-    const HloInstruction& instruction, KernelCompiler&) {
+    const HloInstruction& instruction, KernelCompiler& compiler) {
   if (absl::Status s = ExpectOperands(instruction, 2); !s.ok()) return s;
   const Shape& shape = instruction.shape();
   if (absl::Status s = ExpectArray(shape, "rng result"); !s.ok()) return s;
@@ -319,23 +372,29 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileRng(
           " scalars, got ", instruction.operand(i)->shape().ToString()));
     }
   }
-  const xla::RandomDistribution dist = instruction.proto().distribution();
-  if (dist != xla::RNG_UNIFORM && dist != xla::RNG_NORMAL) {
+  RngPlan plan;
+  plan.shape = shape;
+  plan.distribution = instruction.proto().distribution();
+  plan.key = RngKey(instruction.id());
+  plan.state = &compiler.rng_state();
+  if (plan.distribution != xla::RNG_UNIFORM &&
+      plan.distribution != xla::RNG_NORMAL) {
     return Malformed(
         absl::StrCat("rng distribution must be RNG_UNIFORM or "
                      "RNG_NORMAL, got ",
-                     static_cast<int>(dist)));
+                     static_cast<int>(plan.distribution)));
   }
-  const uint64_t seed = static_cast<uint64_t>(instruction.id());
   return DispatchType(
       t,
       [&](auto tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
         using T = typename decltype(tag)::type;
         if constexpr (kIsFloat<T>) {
-          return MakeRng<T>(shape, dist, seed);
+          return MakeRng<T>(std::move(plan));
         } else if constexpr (kIsInteger<T>) {
-          if (dist != xla::RNG_UNIFORM) return UnsupportedType(instruction, t);
-          return MakeRng<T>(shape, dist, seed);
+          if (plan.distribution != xla::RNG_UNIFORM) {
+            return UnsupportedType(instruction, t);
+          }
+          return MakeRng<T>(std::move(plan));
         } else {
           return UnsupportedType(instruction, t);
         }
@@ -345,11 +404,30 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileRng(
       });
 }
 
+absl::StatusOr<std::unique_ptr<Kernel>> CompileRngGetAndUpdateState(
+    const HloInstruction& instruction, KernelCompiler& compiler) {
+  if (absl::Status s = ExpectOperands(instruction, 0); !s.ok()) return s;
+  const Shape shape = Shape::Array(xla::U64, {2});
+  if (absl::Status s = ExpectResultShape(instruction, shape); !s.ok()) {
+    return s;
+  }
+  // XLA adds the int64 delta zero-extended to 128 bits.
+  const uint64_t delta = static_cast<uint64_t>(instruction.proto().delta());
+  RngState* state = &compiler.rng_state();
+  return MakeKernel(
+      [state, delta](KernelContext&,
+                     absl::Span<const Operand>) -> absl::StatusOr<Literal> {
+        const std::array<uint64_t, 2> old = state->GetAndAdd(delta);
+        return Literal::FromVector<uint64_t>(xla::U64, {2}, old);
+      });
+}
+
 }  // namespace
 
 void RegisterRngKernels(KernelRegistry& registry) {
   registry.Register("rng-bit-generator", &CompileRngBitGenerator);
   registry.Register("rng", &CompileRng);
+  registry.Register("rng-get-and-update-state", &CompileRngGetAndUpdateState);
 }
 
 }  // namespace tpu::emulator::interpreter

@@ -1,10 +1,14 @@
 // rng-bit-generator against Random123's published known-answer vectors
 // (Threefry-2x32-20 and Philox-4x32-10, placed in the state the way XLA's
 // expander reads it) and against values XLA's CPU backend prints for a
-// three_fry u32[3,2]; rng determinism and distribution checks.
+// three_fry u32[3,2]; rng determinism and distribution checks; the program's
+// random state across executions, threads and loop iterations.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "emulator/interpreter/executable.h"
@@ -201,12 +205,38 @@ TEST(RngBitGeneratorTest, Rejections) {
       Executable::Compile(m.Build(), CompileOptions());
   ASSERT_FALSE(exe.ok());
   EXPECT_EQ(exe.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(exe.status().message().find("u64[2]"), std::string::npos)
+  EXPECT_NE(exe.status().message().find("u64[n]"), std::string::npos)
       << exe.status();
-  absl::StatusOr<Literal> three =
-      RunBitGen({0, 0, 0}, xla::RNG_THREE_FRY, S(xla::U32, {2}));
-  ASSERT_FALSE(three.ok());
-  EXPECT_EQ(three.status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<Literal> one =
+      RunBitGen({0}, xla::RNG_THREE_FRY, S(xla::U32, {2}));
+  ASSERT_FALSE(one.ok());
+  EXPECT_EQ(one.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RngBitGeneratorTest, LongerStatesPassTheirExtraWordsThrough) {
+  // XLA's verifier accepts any u64 state; the algorithm reads its words
+  // and the rest come back unchanged.
+  absl::StatusOr<Literal> short_fry =
+      RunBitGen({9, 10}, xla::RNG_THREE_FRY, S(xla::U32, {6}));
+  absl::StatusOr<Literal> long_fry =
+      RunBitGen({9, 10, 11, 12}, xla::RNG_THREE_FRY, S(xla::U32, {6}));
+  ASSERT_TRUE(short_fry.ok()) << short_fry.status();
+  ASSERT_TRUE(long_fry.ok()) << long_fry.status();
+  EXPECT_EQ(Values<uint32_t>(long_fry->element(1)),
+            Values<uint32_t>(short_fry->element(1)));
+  EXPECT_EQ(Values<uint64_t>(long_fry->element(0)),
+            (std::vector<uint64_t>{9, 13, 11, 12}));
+  absl::StatusOr<Literal> short_philox =
+      RunBitGen({5, 6, 7}, xla::RNG_PHILOX, S(xla::U64, {3}));
+  absl::StatusOr<Literal> long_philox =
+      RunBitGen({5, 6, 7, 8, 9, 10}, xla::RNG_PHILOX, S(xla::U64, {3}));
+  ASSERT_TRUE(short_philox.ok()) << short_philox.status();
+  ASSERT_TRUE(long_philox.ok()) << long_philox.status();
+  EXPECT_EQ(Values<uint64_t>(long_philox->element(1)),
+            Values<uint64_t>(short_philox->element(1)));
+  // Three u64 values take two Philox blocks.
+  EXPECT_EQ(Values<uint64_t>(long_philox->element(0)),
+            (std::vector<uint64_t>{5, 8, 7, 8, 9, 10}));
 }
 
 // ---------------------------------------------------------------------------
@@ -298,6 +328,158 @@ TEST(RngTest, UniformIntegers) {
       RngModule(xla::S32, 4, xla::RNG_NORMAL, 1), CompileOptions());
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+// ---------------------------------------------------------------------------
+// The program's random state (rng_state.h): XLA's initial value, advanced per
+// execution, replayed by a fresh compile.
+
+constexpr uint64_t kXlaInitialRngState = 0x7012395;
+
+std::unique_ptr<Executable> Compile(const std::string& text) {
+  absl::StatusOr<std::unique_ptr<Executable>> exe = testing::CompileHlo(text);
+  EXPECT_TRUE(exe.ok()) << exe.status();
+  return exe.ok() ? *std::move(exe) : nullptr;
+}
+
+Literal Execute(const Executable& exe, std::vector<Literal> args = {}) {
+  absl::StatusOr<Literal> out =
+      exe.Execute(std::move(args), ExecutionContext(), nullptr);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *std::move(out) : Literal();
+}
+
+TEST(RngStateTest, GetAndUpdateStateStartsAtXlasValueAndAdvances) {
+  std::unique_ptr<Executable> exe = Compile(R"(
+ENTRY e {
+  ROOT s = u64[2] rng-get-and-update-state(), delta=5
+})");
+  ASSERT_NE(exe, nullptr);
+  for (uint64_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(Values<uint64_t>(Execute(*exe)),
+              (std::vector<uint64_t>{kXlaInitialRngState + 5 * k, 0}));
+  }
+  // The 128-bit state carries into its high word (delta -1 is 2^64 - 1,
+  // zero-extended as XLA does).
+  std::unique_ptr<Executable> carry = Compile(R"(
+ENTRY e {
+  ROOT s = u64[2] rng-get-and-update-state(), delta=-1
+})");
+  ASSERT_NE(carry, nullptr);
+  Execute(*carry);
+  EXPECT_EQ(Values<uint64_t>(Execute(*carry)),
+            (std::vector<uint64_t>{kXlaInitialRngState - 1, 1}));
+}
+
+TEST(RngStateTest, ConcurrentExecutionsDrawDisjointStates) {
+  std::unique_ptr<Executable> exe = Compile(R"(
+ENTRY e {
+  ROOT s = u64[2] rng-get-and-update-state(), delta=3
+})");
+  ASSERT_NE(exe, nullptr);
+  constexpr int kThreads = 8, kRuns = 25;
+  std::vector<std::vector<uint64_t>> seen(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRuns; ++r) {
+        seen[t].push_back(Values<uint64_t>(Execute(*exe))[0]);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::vector<uint64_t> all;
+  for (const auto& v : seen) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  for (int k = 0; k < kThreads * kRuns; ++k) {
+    ASSERT_EQ(all[k], kXlaInitialRngState + 3 * k) << k;
+  }
+}
+
+// The key of an rng instruction (kernels_rng.cc): SplitMix64's finalizer of
+// its id.
+uint64_t RngKey(int64_t id) {
+  uint64_t z = static_cast<uint64_t>(id) + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+int64_t RngInstructionId(const xla::HloModuleProto& module) {
+  for (const auto& c : module.computations()) {
+    for (const auto& i : c.instructions()) {
+      if (i.opcode() == "rng") return i.id();
+    }
+  }
+  return -1;
+}
+
+TEST(RngStateTest, RngDrawsXlasUniformFromTheAdvancingState) {
+  const xla::HloModuleProto module =
+      RngModule(xla::F32, 6, xla::RNG_UNIFORM, 1);
+  const uint64_t key = RngKey(RngInstructionId(module));
+  absl::StatusOr<std::unique_ptr<Executable>> exe =
+      Executable::Compile(module, CompileOptions());
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  auto args = [] {
+    std::vector<Literal> v;
+    v.push_back(Scalar<float>(xla::F32, -2));
+    v.push_back(Scalar<float>(xla::F32, 3));
+    return v;
+  };
+  for (uint64_t run = 0; run < 2; ++run) {
+    // Reference bits: rng-bit-generator(philox) with state {key, counter},
+    // the counter advancing by 6 words per execution.
+    absl::StatusOr<Literal> bits =
+        RunBitGen({key, kXlaInitialRngState + 6 * run, 0}, xla::RNG_PHILOX,
+                  S(xla::U32, {6}));
+    ASSERT_TRUE(bits.ok()) << bits.status();
+    const std::vector<uint32_t> b = Values<uint32_t>(bits->element(1));
+    const std::vector<float> got =
+        Values<float>(Execute(**exe, args()).element(0));
+    for (int i = 0; i < 6; ++i) {
+      const float u = std::ldexp(static_cast<float>(b[i] >> 9), -23);
+      EXPECT_EQ(got[i], u * 5.0f + -2.0f) << "run " << run << " element " << i;
+    }
+  }
+  // A second compile of the same program replays the first draw.
+  absl::StatusOr<std::unique_ptr<Executable>> again =
+      Executable::Compile(module, CompileOptions());
+  ASSERT_TRUE(again.ok()) << again.status();
+  absl::StatusOr<std::unique_ptr<Executable>> first =
+      Executable::Compile(module, CompileOptions());
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(Execute(**again, args()), Execute(**first, args()));
+}
+
+TEST(RngStateTest, LoopIterationsDrawNewNumbers) {
+  std::unique_ptr<Executable> exe = Compile(R"(
+cond {
+  p = (s32[], f32[3], f32[3]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  two = s32[] constant(2)
+  ROOT lt = pred[] compare(i, two), direction=LT
+}
+body {
+  p = (s32[], f32[3], f32[3]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  a = f32[] constant(0)
+  b = f32[] constant(1)
+  r = f32[3] rng(a, b), distribution=rng_uniform
+  prev = f32[3] get-tuple-element(p), index=2
+  ROOT t = (s32[], f32[3], f32[3]) tuple(next, prev, r)
+}
+ENTRY e {
+  z = s32[] constant(0)
+  zeros = f32[3] constant({0, 0, 0})
+  init = (s32[], f32[3], f32[3]) tuple(z, zeros, zeros)
+  ROOT w = (s32[], f32[3], f32[3]) while(init), condition=cond, body=body
+})");
+  ASSERT_NE(exe, nullptr);
+  Literal out = Execute(*exe);
+  EXPECT_NE(Values<float>(out.element(1)), Values<float>(out.element(2)));
 }
 
 }  // namespace

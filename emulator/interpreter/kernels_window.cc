@@ -231,37 +231,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileReduceWindow(
   }
   const Red kind = n == 1 ? MatchReducer(reducer) : Red::kOther;
   if (kind != Red::kOther) {
-    const xla::PrimitiveType type = types[0];
-    auto build = [&](auto op_tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-      constexpr Red kOp = decltype(op_tag)::value;
-      return DispatchType(
-          type,
-          [&](auto tag) -> absl::StatusOr<std::unique_ptr<Kernel>> {
-            using T = typename decltype(tag)::type;
-            if constexpr (Supported<kOp, T>()) {
-              return MakeFastReduceWindow<kOp, T>(*std::move(geometry), result);
-            } else {
-              return UnsupportedType(instruction, type);
-            }
-          },
-          [&]() -> absl::StatusOr<std::unique_ptr<Kernel>> {
-            return UnsupportedType(instruction, type);
-          });
-    };
-    switch (kind) {
-      case Red::kAdd:
-        return build(std::integral_constant<Red, Red::kAdd>{});
-      case Red::kMul:
-        return build(std::integral_constant<Red, Red::kMul>{});
-      case Red::kMax:
-        return build(std::integral_constant<Red, Red::kMax>{});
-      case Red::kMin:
-        return build(std::integral_constant<Red, Red::kMin>{});
-      case Red::kAnd:
-        return build(std::integral_constant<Red, Red::kAnd>{});
-      default:
-        return build(std::integral_constant<Red, Red::kOr>{});
-    }
+    return MakeTypedReducerKernel(
+        instruction, kind, types[0], [&](auto op, auto tag) {
+          return MakeFastReduceWindow<decltype(op)::value,
+                                      typename decltype(tag)::type>(
+              *std::move(geometry), result);
+        });
   }
   absl::StatusOr<const CompiledComputation*> plan = compiler.Compile(&reducer);
   if (!plan.ok()) return plan.status();

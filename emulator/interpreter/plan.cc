@@ -5,7 +5,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "emulator/interpreter/execution_order.h"
 #include "emulator/interpreter/fusion.h"
+#include "emulator/interpreter/narrow_types.h"
 
 namespace tpu::emulator::interpreter {
 namespace {
@@ -58,7 +60,7 @@ absl::StatusOr<std::unique_ptr<CompiledComputation>> CompiledComputation::Build(
     const HloComputation& computation, KernelCompiler& compiler) {
   auto plan = std::unique_ptr<CompiledComputation>(new CompiledComputation());
   plan->hlo_ = &computation;
-  const auto& order = computation.instructions_in_order();
+  const std::vector<const HloInstruction*> order = ExecutionOrder(computation);
   absl::flat_hash_map<const HloInstruction*, int64_t> slot;
   for (size_t i = 0; i < order.size(); ++i) slot[order[i]] = i;
 
@@ -99,7 +101,10 @@ absl::StatusOr<std::unique_ptr<CompiledComputation>> CompiledComputation::Build(
       }
       continue;
     }
-    KernelFactory factory = registry.Find(instruction.opcode());
+    // Narrow element types run on their wide types (narrow_types.h).
+    KernelFactory factory = NeedsWidening(instruction)
+                                ? &CompileWidened
+                                : registry.Find(instruction.opcode());
     if (factory == nullptr) {
       return absl::UnimplementedError(
           absl::StrCat("HLO ", instruction.Context(),
@@ -186,6 +191,18 @@ absl::StatusOr<Literal> CompiledComputation::Run(
   }
   Literal result = std::move(slots[root_slot_]);
   state.Release(result);
+  return result;
+}
+
+absl::StatusOr<const CompiledComputation*> PlanningCompiler::Compile(
+    const HloComputation* computation) {
+  auto it = compiled_.find(computation);
+  if (it != compiled_.end()) return it->second.get();
+  absl::StatusOr<std::unique_ptr<CompiledComputation>> plan =
+      CompiledComputation::Build(*computation, *this);
+  if (!plan.ok()) return plan.status();
+  const CompiledComputation* result = plan->get();
+  compiled_[computation] = *std::move(plan);
   return result;
 }
 

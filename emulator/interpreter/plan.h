@@ -12,6 +12,7 @@
 // concurrently; ExecState belongs to one execution (one thread).
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -36,6 +37,9 @@ class ExecState {
   void Release(const Literal& value);
   int64_t peak_live_bytes() const { return peak_; }
   int64_t instructions_executed = 0;
+  // Values sent and not yet received, per channel id: send and recv-done of
+  // one program pair up within its execution (oldest send first).
+  absl::flat_hash_map<int64_t, std::deque<Literal>> channels;
 
  private:
   struct Entry {
@@ -78,6 +82,36 @@ class CompiledComputation {
   std::vector<Step> steps_;  // slot i is produced by steps_[i]
   std::vector<int64_t> unused_parameter_slots_;
   int64_t root_slot_ = 0;
+};
+
+// The compiled computations of one module, by computation.
+using CompiledComputations =
+    absl::flat_hash_map<const HloComputation*,
+                        std::unique_ptr<CompiledComputation>>;
+
+// A KernelCompiler that builds each computation's plan once and owns the
+// plans until Take(). Thread-compatible (one per compile).
+class PlanningCompiler : public KernelCompiler {
+ public:
+  // `registry` and `rng_state` must outlive the compiler (and rng_state the
+  // plans, whose kernels point to it).
+  PlanningCompiler(const CompileOptions& options,
+                   const KernelRegistry& registry, RngState* rng_state)
+      : options_(options), registry_(registry), rng_state_(rng_state) {}
+
+  const CompileOptions& options() const override { return options_; }
+  const KernelRegistry& registry() const override { return registry_; }
+  RngState& rng_state() override { return *rng_state_; }
+  absl::StatusOr<const CompiledComputation*> Compile(
+      const HloComputation* computation) override;
+
+  CompiledComputations Take() && { return std::move(compiled_); }
+
+ private:
+  const CompileOptions options_;
+  const KernelRegistry& registry_;
+  RngState* const rng_state_;
+  CompiledComputations compiled_;
 };
 
 }  // namespace tpu::emulator::interpreter

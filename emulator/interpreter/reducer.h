@@ -5,6 +5,7 @@
 // calling the computation per element: reduce, reduce-window and
 // select-and-scatter share the recognizer and the combiners.
 
+#include <memory>
 #include <string>
 #include <type_traits>
 
@@ -98,6 +99,65 @@ constexpr bool Supported() {
   } else {
     return true;
   }
+}
+
+// The one place a runtime Red becomes a compile-time one: calls
+// fn(std::integral_constant<Red, kOp>{}) for `kind`.
+// REQUIRES: kind != Red::kOther.
+template <typename Fn>
+decltype(auto) WithReducer(Red kind, Fn&& fn) {
+  switch (kind) {
+    case Red::kAdd:
+      return fn(std::integral_constant<Red, Red::kAdd>{});
+    case Red::kMul:
+      return fn(std::integral_constant<Red, Red::kMul>{});
+    case Red::kMax:
+      return fn(std::integral_constant<Red, Red::kMax>{});
+    case Red::kMin:
+      return fn(std::integral_constant<Red, Red::kMin>{});
+    case Red::kAnd:
+      return fn(std::integral_constant<Red, Red::kAnd>{});
+    default:
+      return fn(std::integral_constant<Red, Red::kOr>{});
+  }
+}
+
+template <Red kOp>
+bool HasTypedReducerFor(xla::PrimitiveType type) {
+  return DispatchType(
+      type,
+      [](auto tag) { return Supported<kOp, typename decltype(tag)::type>(); },
+      [] { return false; });
+}
+
+// Whether a typed loop exists for `kind` on element type `type`.
+inline bool HasTypedReducer(Red kind, xla::PrimitiveType type) {
+  if (kind == Red::kOther) return false;
+  return WithReducer(kind, [&](auto op) {
+    return HasTypedReducerFor<decltype(op)::value>(type);
+  });
+}
+
+// Builds make(op_tag, type_tag), the typed-loop kernel of a reduction `kind`
+// on `type`; UNIMPLEMENTED when no typed loop exists for the pair.
+template <typename Make>
+absl::StatusOr<std::unique_ptr<Kernel>> MakeTypedReducerKernel(
+    const HloInstruction& instruction, Red kind, xla::PrimitiveType type,
+    Make&& make) {
+  using Result = absl::StatusOr<std::unique_ptr<Kernel>>;
+  return WithReducer(kind, [&](auto op) -> Result {
+    constexpr Red kOp = decltype(op)::value;
+    return DispatchType(
+        type,
+        [&](auto tag) -> Result {
+          if constexpr (Supported<kOp, typename decltype(tag)::type>()) {
+            return make(op, tag);
+          } else {
+            return UnsupportedType(instruction, type);
+          }
+        },
+        [&]() -> Result { return UnsupportedType(instruction, type); });
+  });
 }
 
 }  // namespace tpu::emulator::interpreter

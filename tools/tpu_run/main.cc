@@ -3,7 +3,7 @@
 //
 //   tpu_run --target=grpc://localhost:8470 --module=prog.pb
 //       [--replicas=N] [--inputs_dir=DIR | --random_inputs]
-//       [--outputs_dir=DIR] [--dump_hlo] [--connect_timeout=0s]
+//       [--outputs_dir=DIR] [--dump_hlo] [--connect_timeout=0s] [--repeat=N]
 //
 // Exit status 0 on success; on any error one line on stderr and exit 1.
 
@@ -34,6 +34,9 @@ ABSL_FLAG(std::string, outputs_dir, "",
 ABSL_FLAG(bool, random_inputs, false,
           "feed deterministic pseudo-random inputs instead of --inputs_dir");
 ABSL_FLAG(bool, dump_hlo, false, "print the module before running it");
+ABSL_FLAG(int, repeat, 0,
+          "after one warm-up run, run N more times and print the step time "
+          "(min / median / max)");
 ABSL_FLAG(absl::Duration, execute_warn_interval, absl::Seconds(10),
           "warn on stderr each time a program runs this long");
 ABSL_FLAG(absl::Duration, execute_max_time, absl::Seconds(120),
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
   options.outputs_dir = absl::GetFlag(FLAGS_outputs_dir);
   options.random_inputs = absl::GetFlag(FLAGS_random_inputs);
   options.dump_hlo = absl::GetFlag(FLAGS_dump_hlo);
+  options.repeat = absl::GetFlag(FLAGS_repeat);
   options.client_options.execute_warn_interval =
       absl::GetFlag(FLAGS_execute_warn_interval);
   options.client_options.execute_max_time =

@@ -1,11 +1,13 @@
 #include "tools/tpu_run/random_literal.h"
 
+#include <cmath>
 #include <complex>
 #include <cstring>
 
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "emulator/interpreter/narrow_codec.h"
 
 namespace tpu {
 namespace {
@@ -41,6 +43,19 @@ void Fill(void* data, int64_t n, Gen gen) {
 }  // namespace
 
 absl::StatusOr<Literal> RandomLiteral(const Shape& shape, uint64_t seed) {
+  if (shape.IsToken()) return Literal::Zeros(shape);
+  if (shape.IsTuple()) {
+    // Leaf i of the tuple takes its own stream, so that adding a leaf does
+    // not change the values of the others.
+    std::vector<Literal> elements;
+    SplitMix64 seeds(seed);
+    for (const Shape& element : shape.tuple_shapes()) {
+      absl::StatusOr<Literal> literal = RandomLiteral(element, seeds.Next());
+      if (!literal.ok()) return literal.status();
+      elements.push_back(*std::move(literal));
+    }
+    return Literal::Tuple(std::move(elements));
+  }
   if (!shape.IsArray()) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot make random values for ", shape.ToString()));
@@ -105,10 +120,26 @@ absl::StatusOr<Literal> RandomLiteral(const Shape& shape, uint64_t seed) {
         return std::complex<double>(re, rng.Eighth());
       });
       break;
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot make random values of type ",
-                       PrimitiveTypeName(shape.element_type())));
+    default: {
+      const xla::PrimitiveType type = shape.element_type();
+      using emulator::interpreter::EncodeF8;
+      if (type == xla::S4) {
+        Fill<uint8_t>(data, n, [&rng] { return (rng.Next() % 16) & 0xF; });
+      } else if (type == xla::U4) {
+        Fill<uint8_t>(data, n, small_unsigned);
+      } else if (type == xla::F8E8M0FNU) {
+        // Powers of two only: 1, 1/2, 1/4 or 1/8.
+        Fill<uint8_t>(data, n, [&rng] {
+          return EncodeF8(xla::F8E8M0FNU, std::ldexp(1.0, -(rng.Next() % 4)));
+        });
+      } else if (emulator::interpreter::IsNarrowFloat(type)) {
+        Fill<uint8_t>(data, n,
+                      [&rng, type] { return EncodeF8(type, rng.Eighth()); });
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "cannot make random values of type ", PrimitiveTypeName(type)));
+      }
+    }
   }
   return literal;
 }

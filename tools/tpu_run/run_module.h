@@ -7,7 +7,10 @@
 //
 // Files:
 //   inputs:  <inputs_dir>/replica_<r>/arg_<i>.npy, one per entry parameter i
-//            (dtype and shape exactly the parameter's; bf16 as float32);
+//            (dtype and shape exactly the parameter's; bf16 as float32); a
+//            tuple parameter from arg_<i>.npz (numpy.savez(path, *leaves))
+//            or a folder arg_<i>/ of arr_<j>.npy, leaf j being the j-th
+//            array of the tuple (nested tuples flattened in order);
 //   outputs: <outputs_dir>/replica_<r>/out_<j>.npy, j counting the result's
 //            array leaves in order (a non-tuple result is out_0; bf16 is
 //            written as float32).
@@ -20,6 +23,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "client/client_options.h"
@@ -42,6 +46,10 @@ struct RunOptions {
   bool random_inputs = false;
   // Print the module to `out` before running it.
   bool dump_hlo = false;
+  // When positive: after one untimed run, run `repeat` more times and print
+  // the step time (min / median / max) to `out`; the outputs are the last
+  // run's.
+  int repeat = 0;
   // Deadlines and connection timeout.
   client::ClientOptions client_options;
 };
@@ -50,6 +58,10 @@ struct RunOptions {
 // replica, argument or address concerned; nothing is written to `out` on a
 // failure other than what was printed before it.
 absl::Status RunModule(const RunOptions& options, std::ostream& out);
+
+// "step time over N runs after a warm-up: min A ms, median B ms, max C ms".
+// REQUIRES: !step_ms.empty().
+std::string StepTimes(std::vector<double> step_ms);
 
 }  // namespace tpu
 
