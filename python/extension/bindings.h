@@ -13,6 +13,8 @@ void DefineDevice(pybind11::module_& m);
 void DefineBuffer(pybind11::module_& m);
 void DefineExecutable(pybind11::module_& m);
 void DefineClient(pybind11::module_& m);
+// softtpu.control's generic call into the worker's control service.
+void DefineControl(pybind11::module_& m);
 // The C++ baselines python/benchmarks/python_client_benchmark.py measures.
 void DefineBenchmarkHooks(pybind11::module_& m);
 

@@ -24,6 +24,7 @@ PYBIND11_MODULE(_softtpu, m) {
   tpu::python::DefineBuffer(m);
   tpu::python::DefineExecutable(m);
   tpu::python::DefineClient(m);
+  tpu::python::DefineControl(m);
   tpu::python::DefineBenchmarkHooks(m);
   // Tests need serialized protos and Debian's Python has no XLA to make them.
   m.def(

@@ -26,14 +26,14 @@ from softtpu import _compile
 from softtpu._compile import CompileOptions
 from softtpu._bf16 import bfloat16_to_float32, float32_to_bfloat16
 from softtpu.backend import TpuBackend
-from softtpu import control
+from softtpu._control import Control, control
 
 __version__ = "0.1.0"
 
 TpuClient.compile = _compile.compile
 
 __all__ = [
-    "CompileOptions", "PyTpuBuffer", "TpuBackend", "TpuBuffer", "TpuClient",
+    "CompileOptions", "Control", "PyTpuBuffer", "TpuBackend", "TpuBuffer", "TpuClient",
     "TpuDevice", "TpuError", "TpuExecutable", "bfloat16",
     "bfloat16_to_float32", "control", "float32_to_bfloat16",
 ]

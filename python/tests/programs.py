@@ -98,3 +98,18 @@ ENTRY main {
   ROOT loop = s32[] while(zero), condition=cond, body=body
 }
 """
+
+# Each replica adds its input to every other replica's: an all-reduce over
+# all replicas of the launch.
+ALL_REDUCE_SUM = """
+HloModule all_reduce_sum
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[4] parameter(0)
+  ROOT sum = f32[4] all-reduce(x), replica_groups={}, to_apply=add
+}
+"""

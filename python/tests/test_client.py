@@ -75,10 +75,3 @@ def test_pod_slice_of_two_workers(tpu_worker_factory):
                  for d in executable.local_devices()]
     results = executable.execute_on_local_devices(arguments)
     assert [int(r[0].to_py()) for r in results] == [0, 1, 2, 3]
-
-
-def test_the_control_service_is_not_wired_yet(tpu_worker):
-    for call in (softtpu.control.connect, softtpu.control.wait_report):
-        with pytest.raises(softtpu.TpuError) as error:
-            call(tpu_worker)
-        assert error.value.code == "UNIMPLEMENTED"
