@@ -1,8 +1,7 @@
 // Per-operation tests written in HLO text: element types, XLA edge cases,
-// data movement, gather/scatter/sort, control flow, numerics options and the
-// execution plan's memory behaviour.
+// data movement, reductions and dot numerics. Structured operations and the
+// execution plan have files of their own.
 
-#include <atomic>
 #include <cmath>
 #include <complex>
 #include <limits>
@@ -15,31 +14,15 @@
 namespace tpu::emulator::interpreter {
 namespace {
 
-using testing::CompileHlo;
 using testing::FloatValues;
-using testing::RunHlo;
+using testing::RunHloOrFail;
 using testing::Scalar;
 using testing::Values;
 using testing::Vec;
-using testing::VecBool;
-
-Literal Exec(const std::string& text, std::vector<Literal> args = {},
-             const CompileOptions& options = {}) {
-  absl::StatusOr<Literal> out = RunHlo(text, std::move(args), options);
-  EXPECT_TRUE(out.ok()) << out.status() << "\n" << text;
-  return out.ok() ? *std::move(out) : Literal();
-}
-
-constexpr char kAddS32[] = R"(
-add {
-  a = s32[] parameter(0)
-  b = s32[] parameter(1)
-  ROOT r = s32[] add(a, b)
-}
-)";
 
 TEST(ElementwiseTest, ShiftsWiderThanTheType) {
-  Literal out = Exec(R"(
+  Literal out =
+      RunHloOrFail(R"(
 ENTRY e {
   x = s32[6] parameter(0)
   n = s32[6] parameter(1)
@@ -48,8 +31,8 @@ ENTRY e {
   g = s32[6] shift-right-logical(x, n)
   ROOT t = (s32[6], s32[6], s32[6]) tuple(l, a, g)
 })",
-                     {Vec<int32_t>(xla::S32, {6}, {1, 1, -8, -8, -8, 5}),
-                      Vec<int32_t>(xla::S32, {6}, {31, 32, 1, 40, 28, -1})});
+                   {Vec<int32_t>(xla::S32, {6}, {1, 1, -8, -8, -8, 5}),
+                    Vec<int32_t>(xla::S32, {6}, {31, 32, 1, 40, 28, -1})});
   EXPECT_EQ(Values<int32_t>(out.element(0)),
             (std::vector<int32_t>{std::numeric_limits<int32_t>::min(), 0, -16,
                                   0, -2147483648, 0}));
@@ -60,7 +43,7 @@ ENTRY e {
 }
 
 TEST(ElementwiseTest, SmallIntegersWrapAndBitOps) {
-  Literal out = Exec(R"(
+  Literal out = RunHloOrFail(R"(
 ENTRY e {
   x = s8[3] parameter(0)
   u = u8[4] parameter(1)
@@ -70,8 +53,8 @@ ENTRY e {
   nt = u8[4] not(u)
   ROOT t = (s8[3], u8[4], u8[4], u8[4]) tuple(add, pc, lz, nt)
 })",
-                     {Vec<int8_t>(xla::S8, {3}, {127, -128, 3}),
-                      Vec<uint8_t>(xla::U8, {4}, {255, 1, 0, 16})});
+                             {Vec<int8_t>(xla::S8, {3}, {127, -128, 3}),
+                              Vec<uint8_t>(xla::U8, {4}, {255, 1, 0, 16})});
   EXPECT_EQ(Values<int8_t>(out.element(0)), (std::vector<int8_t>{-2, 0, 6}));
   EXPECT_EQ(Values<uint8_t>(out.element(1)),
             (std::vector<uint8_t>{8, 1, 0, 1}));
@@ -82,7 +65,7 @@ ENTRY e {
 }
 
 TEST(ElementwiseTest, UnsignedDivisionByZeroAndPower) {
-  Literal out = Exec(R"(
+  Literal out = RunHloOrFail(R"(
 ENTRY e {
   a = u32[3] parameter(0)
   b = u32[3] parameter(1)
@@ -91,28 +74,28 @@ ENTRY e {
   p = u32[3] power(a, b)
   ROOT t = (u32[3], u32[3], u32[3]) tuple(d, r, p)
 })",
-                     {Vec<uint32_t>(xla::U32, {3}, {5, 7, 2}),
-                      Vec<uint32_t>(xla::U32, {3}, {0, 2, 10})});
+                             {Vec<uint32_t>(xla::U32, {3}, {5, 7, 2}),
+                              Vec<uint32_t>(xla::U32, {3}, {0, 2, 10})});
   EXPECT_EQ(Values<uint32_t>(out.element(0)),
             (std::vector<uint32_t>{0xffffffffu, 3, 0}));
   EXPECT_EQ(Values<uint32_t>(out.element(1)), (std::vector<uint32_t>{5, 1, 2}));
   EXPECT_EQ(Values<uint32_t>(out.element(2)),
             (std::vector<uint32_t>{1, 49, 1024}));
-  Literal sp = Exec(R"(
+  Literal sp = RunHloOrFail(R"(
 ENTRY e {
   a = s64[4] parameter(0)
   b = s64[4] parameter(1)
   ROOT p = s64[4] power(a, b)
 })",
-                    {Vec<int64_t>(xla::S64, {4}, {2, -1, 1, 3}),
-                     Vec<int64_t>(xla::S64, {4}, {-1, -3, -5, 40})});
+                            {Vec<int64_t>(xla::S64, {4}, {2, -1, 1, 3}),
+                             Vec<int64_t>(xla::S64, {4}, {-1, -3, -5, 40})});
   EXPECT_EQ(Values<int64_t>(sp),
             (std::vector<int64_t>{
                 0, -1, 1, static_cast<int64_t>(12157665459056928801ull)}));
 }
 
 TEST(ElementwiseTest, FloatUnaryFunctions) {
-  Literal out = Exec(R"(
+  Literal out = RunHloOrFail(R"(
 ENTRY e {
   x = f64[4] parameter(0)
   s = f64[4] sqrt(x)
@@ -123,7 +106,7 @@ ENTRY e {
   sg = f64[4] sign(x)
   ROOT t = (f64[4], f64[4], f64[4], f64[4], f64[4], f64[4]) tuple(s, f, c, afz, even, sg)
 })",
-                     {Vec<double>(xla::F64, {4}, {2.5, 0.5, -2.5, 4})});
+                             {Vec<double>(xla::F64, {4}, {2.5, 0.5, -2.5, 4})});
   std::vector<double> s = Values<double>(out.element(0));
   EXPECT_DOUBLE_EQ(s[0], std::sqrt(2.5));
   EXPECT_TRUE(std::isnan(s[2]));
@@ -135,7 +118,7 @@ ENTRY e {
 }
 
 TEST(ElementwiseTest, MoreFloatFunctions) {
-  Literal out = Exec(R"(
+  Literal out = RunHloOrFail(R"(
 ENTRY e {
   x = f32[3] parameter(0)
   a = f32[3] logistic(x)
@@ -151,7 +134,7 @@ ENTRY e {
   fin = pred[3] is-finite(d)
   ROOT r = (f32[3], f32[3], f32[3], f32[3], f32[3], f32[3], f32[3], f32[3], f32[3], f32[3], pred[3]) tuple(a, b, c, d, s, k, t, q, er, at, fin)
 })",
-                     {Vec<float>(xla::F32, {3}, {0, 1, 8})});
+                             {Vec<float>(xla::F32, {3}, {0, 1, 8})});
   auto near = [&](int e, int i, double expect) {
     EXPECT_NEAR(Values<float>(out.element(e))[i], expect,
                 1e-6 * std::max(1.0, std::abs(expect)))
@@ -176,7 +159,7 @@ ENTRY e {
 
 TEST(ElementwiseTest, ComplexArithmetic) {
   using c64 = std::complex<float>;
-  Literal out = Exec(R"(
+  Literal out = RunHloOrFail(R"(
 ENTRY e {
   a = c64[2] parameter(0)
   b = c64[2] parameter(1)
@@ -189,8 +172,8 @@ ENTRY e {
   eq = pred[2] compare(cx, m), direction=EQ
   ROOT t = (c64[2], c64[2], f32[2], pred[2]) tuple(m, d, ab, eq)
 })",
-                     {Vec<c64>(xla::C64, {2}, {{1, 2}, {0, 1}}),
-                      Vec<c64>(xla::C64, {2}, {{3, 4}, {0, 1}})});
+                             {Vec<c64>(xla::C64, {2}, {{1, 2}, {0, 1}}),
+                              Vec<c64>(xla::C64, {2}, {{3, 4}, {0, 1}})});
   EXPECT_EQ(Values<c64>(out.element(0)), (std::vector<c64>{{-5, 10}, {-1, 0}}));
   std::vector<c64> d = Values<c64>(out.element(1));
   EXPECT_NEAR(d[0].real(), 1, 1e-6);
@@ -202,21 +185,22 @@ ENTRY e {
 TEST(ElementwiseTest, F16AndBf16RoundToNearestEven) {
   using f16 = Eigen::half;
   Literal out =
-      Exec(R"(
+      RunHloOrFail(R"(
 ENTRY e {
   a = f16[2] parameter(0)
   b = f16[2] parameter(1)
   ROOT s = f16[2] add(a, b)
 })",
-           {Vec<f16>(xla::F16, {2}, {f16(1.0f), f16(2048.0f)}),
-            Vec<f16>(xla::F16, {2}, {f16(0.00048828125f), f16(3.0f)})});
+                   {Vec<f16>(xla::F16, {2}, {f16(1.0f), f16(2048.0f)}),
+                    Vec<f16>(xla::F16, {2}, {f16(0.00048828125f), f16(3.0f)})});
   // 1 + 2^-11 is a tie -> 1; 2048 + 3 = 2051 -> 2052 (spacing 2, tie to even).
   EXPECT_EQ(FloatValues(out), (std::vector<float>{1.0f, 2052.0f}));
 }
 
 TEST(ConvertTest, FloatToIntSaturatesEveryWidth) {
   const float nan = std::nanf("");
-  Literal out = Exec(R"(
+  Literal out =
+      RunHloOrFail(R"(
 ENTRY e {
   x = f32[5] parameter(0)
   a = u8[5] convert(x)
@@ -225,7 +209,7 @@ ENTRY e {
   d = s64[5] convert(x)
   ROOT t = (u8[5], s16[5], u64[5], s64[5]) tuple(a, b, c, d)
 })",
-                     {Vec<float>(xla::F32, {5}, {-1, 300, nan, 2.9f, 1e30f})});
+                   {Vec<float>(xla::F32, {5}, {-1, 300, nan, 2.9f, 1e30f})});
   EXPECT_EQ(Values<uint8_t>(out.element(0)),
             (std::vector<uint8_t>{0, 255, 0, 2, 255}));
   EXPECT_EQ(Values<int16_t>(out.element(1)),
@@ -239,7 +223,8 @@ ENTRY e {
 }
 
 TEST(ConvertTest, IntegerWrapsAndBitcastConvert) {
-  Literal out = Exec(R"(
+  Literal out =
+      RunHloOrFail(R"(
 ENTRY e {
   x = s32[3] parameter(0)
   a = u8[3] convert(x)
@@ -248,7 +233,7 @@ ENTRY e {
   p = pred[3] convert(x)
   ROOT t = (u8[3], f32[3], u16[3,2], pred[3]) tuple(a, b, c, p)
 })",
-                     {Vec<int32_t>(xla::S32, {3}, {257, 0x3f800000, -1})});
+                   {Vec<int32_t>(xla::S32, {3}, {257, 0x3f800000, -1})});
   EXPECT_EQ(Values<uint8_t>(out.element(0)), (std::vector<uint8_t>{1, 0, 255}));
   EXPECT_EQ(Values<float>(out.element(1))[1], 1.0f);
   EXPECT_EQ(Values<uint16_t>(out.element(2)),
@@ -260,7 +245,8 @@ ENTRY e {
 TEST(CompareTest, TotalOrderVersusPartialOrder) {
   const float nan = std::nanf("");
   const float inf = INFINITY;
-  Literal out = Exec(R"(
+  Literal out =
+      RunHloOrFail(R"(
 ENTRY e {
   a = f32[4] parameter(0)
   b = f32[4] parameter(1)
@@ -269,8 +255,8 @@ ENTRY e {
   e = pred[4] compare(a, b), direction=EQ, type=TOTALORDER
   ROOT r = (pred[4], pred[4], pred[4]) tuple(t, p, e)
 })",
-                     {Vec<float>(xla::F32, {4}, {-0.0f, inf, -nan, nan}),
-                      Vec<float>(xla::F32, {4}, {0.0f, nan, -inf, nan})});
+                   {Vec<float>(xla::F32, {4}, {-0.0f, inf, -nan, nan}),
+                    Vec<float>(xla::F32, {4}, {0.0f, nan, -inf, nan})});
   EXPECT_EQ(Values<bool>(out.element(0)),
             (std::vector<bool>{true, true, true, false}));
   EXPECT_EQ(Values<bool>(out.element(1)),
@@ -280,8 +266,8 @@ ENTRY e {
 }
 
 TEST(ElementwiseTest, ClampAndReducePrecision) {
-  Literal out =
-      Exec(R"(
+  Literal out = RunHloOrFail(
+      R"(
 ENTRY e {
   x = f32[4] parameter(0)
   lo = f32[] constant(0)
@@ -290,7 +276,7 @@ ENTRY e {
   r = f32[4] reduce-precision(x), exponent_bits=5, mantissa_bits=10
   ROOT t = (f32[4], f32[4]) tuple(c, r)
 })",
-           {Vec<float>(xla::F32, {4}, {-3, 0.5f, 1.00048828125f, 70000})});
+      {Vec<float>(xla::F32, {4}, {-3, 0.5f, 1.00048828125f, 70000})});
   EXPECT_EQ(Values<float>(out.element(0)), (std::vector<float>{0, 0.5f, 1, 1}));
   // f16 rounding: 1 + 2^-11 ties to 1; 70000 overflows f16 to inf.
   EXPECT_EQ(Values<float>(out.element(1)),
@@ -298,7 +284,7 @@ ENTRY e {
 }
 
 TEST(DataMovementTest, SliceConcatPadReverseIota) {
-  Literal out = Exec(R"(
+  Literal out = RunHloOrFail(R"(
 ENTRY e {
   x = s32[6] parameter(0)
   s = s32[3] slice(x), slice={[1:6:2]}
@@ -310,7 +296,7 @@ ENTRY e {
   i = s32[2,3] iota(), iota_dimension=1
   ROOT t = (s32[3], s32[9], s32[6], s32[2,3], s32[2,3]) tuple(s, c, p, r, i)
 })",
-                     {Vec<int32_t>(xla::S32, {6}, {0, 1, 2, 3, 4, 5})});
+                             {Vec<int32_t>(xla::S32, {6}, {0, 1, 2, 3, 4, 5})});
   EXPECT_EQ(Values<int32_t>(out.element(0)), (std::vector<int32_t>{1, 3, 5}));
   EXPECT_EQ(Values<int32_t>(out.element(1)),
             (std::vector<int32_t>{1, 3, 5, 0, 1, 2, 3, 4, 5}));
@@ -324,7 +310,7 @@ ENTRY e {
 }
 
 TEST(DataMovementTest, Pad2DAndConcatenateInnerDimension) {
-  Literal out = Exec(R"(
+  Literal out = RunHloOrFail(R"(
 ENTRY e {
   x = f32[2,2] parameter(0)
   v = f32[] constant(9)
@@ -332,7 +318,7 @@ ENTRY e {
   c = f32[2,4] concatenate(x, x), dimensions={1}
   ROOT t = (f32[3,5], f32[2,4]) tuple(p, c)
 })",
-                     {Vec<float>(xla::F32, {2, 2}, {1, 2, 3, 4})});
+                             {Vec<float>(xla::F32, {2, 2}, {1, 2, 3, 4})});
   EXPECT_EQ(Values<float>(out.element(0)),
             (std::vector<float>{9, 9, 9, 9, 9, 1, 9, 9, 2, 9, 3, 9, 9, 4, 9}));
   EXPECT_EQ(Values<float>(out.element(1)),
@@ -340,7 +326,7 @@ ENTRY e {
 }
 
 TEST(DataMovementTest, DynamicSliceClampsStarts) {
-  Literal out = Exec(
+  Literal out = RunHloOrFail(
       R"(
 ENTRY e {
   x = s32[4,3] parameter(0)
@@ -360,266 +346,9 @@ ENTRY e {
             (std::vector<int32_t>{0, 1, 2, 3, 4, 5, -1, -2, 8, -3, -4, 11}));
 }
 
-TEST(GatherTest, RowsWithClampedIndices) {
-  Literal out =
-      Exec(R"(
-ENTRY e {
-  x = s32[3,3] parameter(0)
-  i = s32[3] parameter(1)
-  ROOT g = s32[3,3] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}
-})",
-           {Vec<int32_t>(xla::S32, {3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}),
-            Vec<int32_t>(xla::S32, {3}, {2, 7, -1})});
-  EXPECT_EQ(Values<int32_t>(out),
-            (std::vector<int32_t>{7, 8, 9, 7, 8, 9, 1, 2, 3}));
-}
-
-TEST(GatherTest, TwoDimensionalWindowsAndBatching) {
-  // 2x2 windows at (row, col) starts; the window dims come after the batch.
-  Literal out = Exec(
-      R"(
-ENTRY e {
-  x = s32[3,4] parameter(0)
-  i = s32[2,2] parameter(1)
-  ROOT g = s32[2,2,2] gather(x, i), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={2,2}
-})",
-      {Vec<int32_t>(xla::S32, {3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}),
-       Vec<int32_t>(xla::S32, {2, 2}, {0, 1, 1, 3})});
-  // (0,1): {{1,2},{5,6}}; (1,3) clamps to (1,2): {{6,7},{10,11}}.
-  EXPECT_EQ(Values<int32_t>(out),
-            (std::vector<int32_t>{1, 2, 5, 6, 6, 7, 10, 11}));
-  Literal batched = Exec(R"(
-ENTRY e {
-  x = s32[2,3] parameter(0)
-  i = s32[2,1] parameter(1)
-  ROOT g = s32[2] gather(x, i), offset_dims={}, collapsed_slice_dims={1}, start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=1, slice_sizes={1,1}
-})",
-                         {Vec<int32_t>(xla::S32, {2, 3}, {0, 1, 2, 3, 4, 5}),
-                          Vec<int32_t>(xla::S32, {2, 1}, {2, 1})});
-  EXPECT_EQ(Values<int32_t>(batched), (std::vector<int32_t>{2, 4}));
-}
-
-TEST(ScatterTest, AddWithDuplicatesAndOutOfBoundsSkipped) {
-  Literal out = Exec(
-      std::string(kAddS32) + R"(
-ENTRY e {
-  x = s32[3,3] parameter(0)
-  i = s32[3] parameter(1)
-  u = s32[3,3] parameter(2)
-  ROOT s = s32[3,3] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
-})",
-      {Vec<int32_t>(xla::S32, {3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}),
-       Vec<int32_t>(xla::S32, {3}, {2, 2, 3}),
-       Vec<int32_t>(xla::S32, {3, 3}, {10, 20, 30, 100, 200, 300, 5, 5, 5})});
-  EXPECT_EQ(Values<int32_t>(out),
-            (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 117, 228, 339}));
-}
-
-TEST(ScatterTest, OverwriteAndGeneralComputation) {
-  Literal out = Exec(R"(
-assign {
-  a = f32[] parameter(0)
-  ROOT b = f32[] parameter(1)
-}
-mul_add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  two = f32[] constant(2)
-  m = f32[] multiply(a, two)
-  ROOT r = f32[] add(m, b)
-}
-ENTRY e {
-  x = f32[4] parameter(0)
-  i = s32[2,1] parameter(1)
-  u = f32[2] parameter(2)
-  s1 = f32[4] scatter(x, i, u), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=assign
-  s2 = f32[4] scatter(x, i, u), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=mul_add
-  ROOT t = (f32[4], f32[4]) tuple(s1, s2)
-})",
-                     {Vec<float>(xla::F32, {4}, {1, 2, 3, 4}),
-                      Vec<int32_t>(xla::S32, {2, 1}, {3, 0}),
-                      Vec<float>(xla::F32, {2}, {10, 20})});
-  EXPECT_EQ(Values<float>(out.element(0)), (std::vector<float>{20, 2, 3, 10}));
-  EXPECT_EQ(Values<float>(out.element(1)), (std::vector<float>{22, 2, 3, 18}));
-}
-
-TEST(SortTest, MultiOperandStable) {
-  Literal out =
-      Exec(R"(
-less {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  c = s32[] parameter(2)
-  d = s32[] parameter(3)
-  ROOT lt = pred[] compare(a, b), direction=LT
-}
-ENTRY e {
-  k = f32[2,4] parameter(0)
-  v = s32[2,4] parameter(1)
-  ROOT s = (f32[2,4], s32[2,4]) sort(k, v), dimensions={1}, is_stable=true, to_apply=less
-})",
-           {Vec<float>(xla::F32, {2, 4}, {3, 1, 2, 1, 0, -1, 0, -2}),
-            Vec<int32_t>(xla::S32, {2, 4}, {0, 1, 2, 3, 4, 5, 6, 7})});
-  EXPECT_EQ(Values<float>(out.element(0)),
-            (std::vector<float>{1, 1, 2, 3, -2, -1, 0, 0}));
-  EXPECT_EQ(Values<int32_t>(out.element(1)),
-            (std::vector<int32_t>{1, 3, 2, 0, 7, 5, 4, 6}));
-}
-
-TEST(SortTest, GeneralComparatorAlongDimensionZero) {
-  // Descending by |x| through a comparator that is not a single compare.
-  Literal out =
-      Exec(R"(
-by_abs_desc {
-  a = s32[] parameter(0)
-  b = s32[] parameter(1)
-  x = s32[] abs(a)
-  y = s32[] abs(b)
-  ROOT gt = pred[] compare(x, y), direction=GT
-}
-ENTRY e {
-  k = s32[4,2] parameter(0)
-  ROOT s = s32[4,2] sort(k), dimensions={0}, is_stable=true, to_apply=by_abs_desc
-})",
-           {Vec<int32_t>(xla::S32, {4, 2}, {1, 5, -3, -6, 2, 7, 3, 0})});
-  EXPECT_EQ(Values<int32_t>(out),
-            (std::vector<int32_t>{-3, 7, 3, -6, 2, 5, 1, 0}));
-}
-
-TEST(ControlFlowTest, WhileLoopSums) {
-  Literal out = Exec(R"(
-cond {
-  s = (s32[], s32[]) parameter(0)
-  i = s32[] get-tuple-element(s), index=0
-  n = s32[] constant(10)
-  ROOT lt = pred[] compare(i, n), direction=LT
-}
-body {
-  s = (s32[], s32[]) parameter(0)
-  i = s32[] get-tuple-element(s), index=0
-  acc = s32[] get-tuple-element(s), index=1
-  one = s32[] constant(1)
-  i2 = s32[] add(i, one)
-  acc2 = s32[] add(acc, i)
-  ROOT t = (s32[], s32[]) tuple(i2, acc2)
-}
-ENTRY e {
-  z = s32[] constant(0)
-  init = (s32[], s32[]) tuple(z, z)
-  ROOT w = (s32[], s32[]) while(init), condition=cond, body=body
-})");
-  EXPECT_EQ(Values<int32_t>(out.element(0)), (std::vector<int32_t>{10}));
-  EXPECT_EQ(Values<int32_t>(out.element(1)), (std::vector<int32_t>{45}));
-}
-
-TEST(ControlFlowTest, WhileObservesCancellation) {
-  absl::StatusOr<std::unique_ptr<Executable>> exe = CompileHlo(R"(
-cond {
-  s = s32[] parameter(0)
-  ROOT t = pred[] constant(true)
-}
-body {
-  s = s32[] parameter(0)
-  ROOT r = s32[] add(s, s)
-}
-ENTRY e {
-  z = s32[] constant(1)
-  ROOT w = s32[] while(z), condition=cond, body=body
-})");
-  ASSERT_TRUE(exe.ok()) << exe.status();
-  std::atomic<bool> cancelled{true};
-  ExecutionContext context;
-  context.cancelled = &cancelled;
-  absl::Status s = (*exe)->Execute({}, context, nullptr).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled) << s;
-}
-
-TEST(ControlFlowTest, ConditionalPredAndIndexed) {
-  const std::string branches = R"(
-neg {
-  x = f32[] parameter(0)
-  ROOT n = f32[] negate(x)
-}
-dbl {
-  x = f32[] parameter(0)
-  ROOT d = f32[] add(x, x)
-}
-id {
-  x = f32[] parameter(0)
-  ROOT c = f32[] copy(x)
-}
-)";
-  const std::string pred_module = branches + R"(
-ENTRY e {
-  p = pred[] parameter(0)
-  x = f32[] parameter(1)
-  ROOT c = f32[] conditional(p, x, x), true_computation=neg, false_computation=dbl
-})";
-  EXPECT_EQ(Values<float>(Exec(pred_module,
-                               {VecBool({}, {1}), Scalar<float>(xla::F32, 3)})),
-            (std::vector<float>{-3}));
-  EXPECT_EQ(Values<float>(Exec(pred_module,
-                               {VecBool({}, {0}), Scalar<float>(xla::F32, 3)})),
-            (std::vector<float>{6}));
-  const std::string indexed = branches + R"(
-ENTRY e {
-  i = s32[] parameter(0)
-  x = f32[] parameter(1)
-  ROOT c = f32[] conditional(i, x, x, x), branch_computations={neg, dbl, id}
-})";
-  std::vector<float> results;
-  for (int32_t i : {0, 1, 2, 7, -1}) {
-    results.push_back(
-        Values<float>(Exec(indexed, {Scalar<int32_t>(xla::S32, i),
-                                     Scalar<float>(xla::F32, 3)}))[0]);
-  }
-  // Out-of-range indices run the last branch.
-  EXPECT_EQ(results, (std::vector<float>{-3, 6, 3, 3, 3}));
-}
-
-TEST(ControlFlowTest, CallFusionMapAndReplicaId) {
-  const std::string text = R"(
-sq {
-  x = f32[] parameter(0)
-  ROOT m = f32[] multiply(x, x)
-}
-fused {
-  a = f32[3] parameter(0)
-  b = f32[3] parameter(1)
-  ROOT s = f32[3] subtract(a, b)
-}
-plus1 {
-  x = f32[3] parameter(0)
-  one = f32[] constant(1)
-  o = f32[3] broadcast(one), dimensions={}
-  ROOT r = f32[3] add(x, o)
-}
-ENTRY e {
-  x = f32[3] parameter(0)
-  m = f32[3] map(x), dimensions={0}, to_apply=sq
-  f = f32[3] fusion(m, x), kind=kLoop, calls=fused
-  c = f32[3] call(f), to_apply=plus1
-  r = u32[] replica-id()
-  p = u32[] partition-id()
-  ROOT t = (f32[3], u32[], u32[]) tuple(c, r, p)
-})";
-  absl::StatusOr<std::unique_ptr<Executable>> exe = CompileHlo(text);
-  ASSERT_TRUE(exe.ok()) << exe.status();
-  ExecutionContext context;
-  context.replica_id = 3;
-  context.partition_id = 1;
-  absl::StatusOr<Literal> out = (*exe)->Execute(
-      {Vec<float>(xla::F32, {3}, {1, 2, -3})}, context, nullptr);
-  ASSERT_TRUE(out.ok()) << out.status();
-  // x*x - x + 1
-  EXPECT_EQ(Values<float>(out->element(0)), (std::vector<float>{1, 3, 13}));
-  EXPECT_EQ(Values<uint32_t>(out->element(1)), (std::vector<uint32_t>{3}));
-  EXPECT_EQ(Values<uint32_t>(out->element(2)), (std::vector<uint32_t>{1}));
-}
-
 TEST(ReduceTest, VariadicArgmax) {
-  Literal out =
-      Exec(R"(
+  Literal out = RunHloOrFail(
+      R"(
 argmax {
   av = f32[] parameter(0)
   ai = s32[] parameter(1)
@@ -641,13 +370,14 @@ ENTRY e {
   zero = s32[] constant(0)
   ROOT r = (f32[2], s32[2]) reduce(x, idx, ninf, zero), dimensions={1}, to_apply=argmax
 })",
-           {Vec<float>(xla::F32, {2, 4}, {1, 5, 5, 2, -1, -3, -0.5f, -2})});
+      {Vec<float>(xla::F32, {2, 4}, {1, 5, 5, 2, -1, -3, -0.5f, -2})});
   EXPECT_EQ(Values<float>(out.element(0)), (std::vector<float>{5, -0.5f}));
   EXPECT_EQ(Values<int32_t>(out.element(1)), (std::vector<int32_t>{1, 2}));
 }
 
 TEST(ReduceTest, MiddleDimensionsAndTypes) {
-  Literal out = Exec(R"(
+  Literal out =
+      RunHloOrFail(R"(
 add {
   a = bf16[] parameter(0)
   b = bf16[] parameter(1)
@@ -668,13 +398,13 @@ ENTRY e {
   m = u8[] reduce(u, uz), dimensions={0}, to_apply=mx
   ROOT t = (bf16[2,2], bf16[3], u8[]) tuple(s, s2, m)
 })",
-                     {[] {
-                        std::vector<Eigen::bfloat16> v;
-                        for (int i = 0; i < 12; ++i)
-                          v.push_back(Eigen::bfloat16(i));
-                        return Vec<Eigen::bfloat16>(xla::BF16, {2, 3, 2}, v);
-                      }(),
-                      Vec<uint8_t>(xla::U8, {4}, {3, 250, 7, 0})});
+                   {[] {
+                      std::vector<Eigen::bfloat16> v;
+                      for (int i = 0; i < 12; ++i)
+                        v.push_back(Eigen::bfloat16(i));
+                      return Vec<Eigen::bfloat16>(xla::BF16, {2, 3, 2}, v);
+                    }(),
+                    Vec<uint8_t>(xla::U8, {4}, {3, 250, 7, 0})});
   EXPECT_EQ(FloatValues(out.element(0)), (std::vector<float>{6, 9, 24, 27}));
   EXPECT_EQ(FloatValues(out.element(1)), (std::vector<float>{14, 22, 30}));
   EXPECT_EQ(Values<uint8_t>(out.element(2)), (std::vector<uint8_t>{250}));
@@ -698,10 +428,10 @@ TEST(DotTest, TpuNumericsRoundsDefaultPrecisionOperandsToBf16) {
     v.push_back(Vec<float>(xla::F32, {2, 1}, {1.0f, 1.0f}));
     return v;
   };
-  Literal exact = Exec(kDotF32, args());
+  Literal exact = RunHloOrFail(kDotF32, args());
   CompileOptions tpu;
   tpu.tpu_numerics = true;
-  Literal rounded = Exec(kDotF32, args(), tpu);
+  Literal rounded = RunHloOrFail(kDotF32, args(), tpu);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(Values<float>(exact.element(i))[0], 2.0009765625f) << i;
   }
@@ -713,174 +443,17 @@ TEST(DotTest, TpuNumericsRoundsDefaultPrecisionOperandsToBf16) {
 }
 
 TEST(DotTest, IntegerAndTransposedOperands) {
-  Literal out = Exec(R"(
+  Literal out =
+      RunHloOrFail(R"(
 ENTRY e {
   a = s8[3,2] parameter(0)
   b = s8[2,3] parameter(1)
   ROOT d = s32[2,2] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={1}
 })",
-                     {Vec<int8_t>(xla::S8, {3, 2}, {100, 1, 100, 2, 100, 3}),
-                      Vec<int8_t>(xla::S8, {2, 3}, {100, 100, 100, 1, 2, 3})});
+                   {Vec<int8_t>(xla::S8, {3, 2}, {100, 1, 100, 2, 100, 3}),
+                    Vec<int8_t>(xla::S8, {2, 3}, {100, 100, 100, 1, 2, 3})});
   // [0][0] = 3 * 100 * 100 (no s8 overflow: products are in s32).
   EXPECT_EQ(Values<int32_t>(out), (std::vector<int32_t>{30000, 600, 600, 14}));
-}
-
-TEST(PlanTest, ElementwiseChainReusesDeadBuffers) {
-  // s32 chains are not fused, so each op runs on its own.
-  const std::string text = R"(
-ENTRY e {
-  x = s32[1024] parameter(0)
-  a = s32[1024] add(x, x)
-  b = s32[1024] multiply(a, a)
-  ROOT c = s32[1024] negate(b)
-})";
-  std::vector<int32_t> values(1024, 3);
-  Literal arg = Vec<int32_t>(xla::S32, {1024}, values);
-  ExecutionStats stats;
-  // The test keeps `arg`, so the argument buffer is shared: one
-  // intermediate buffer serves a, b and c.
-  absl::StatusOr<Literal> out = RunHlo(text, {arg}, {}, nullptr, &stats);
-  ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(Values<int32_t>(*out)[7], -36);
-  EXPECT_EQ(stats.peak_live_bytes, 4096);
-  EXPECT_EQ(stats.instructions_executed, 3);
-  // A uniquely owned argument is reused too: no intermediate bytes at all.
-  Literal unique_arg = Vec<int32_t>(xla::S32, {1024}, values);
-  const void* arg_bytes = unique_arg.untyped_data();
-  std::vector<Literal> args;
-  args.push_back(std::move(unique_arg));
-  out = RunHlo(text, std::move(args), {}, nullptr, &stats);
-  ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(stats.peak_live_bytes, 0);
-  EXPECT_EQ(out->untyped_data(), arg_bytes);
-}
-
-TEST(PlanTest, FreesValuesAfterLastUse) {
-  // Five 4 KiB values in sequence, each used once: at most two are live.
-  const std::string text = R"(
-ENTRY e {
-  x = s32[1024] parameter(0)
-  a = s32[1024] add(x, x)
-  b = s32[1024] multiply(a, x)
-  c = s32[1024] subtract(b, x)
-  d = s32[1024] add(c, x)
-  ROOT e = s32[1024] multiply(d, x)
-})";
-  Literal arg = Vec<int32_t>(xla::S32, {1024}, std::vector<int32_t>(1024, 2));
-  ExecutionStats stats;
-  absl::StatusOr<Literal> out = RunHlo(text, {arg}, {}, nullptr, &stats);
-  ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(Values<int32_t>(*out)[0], ((2 + 2) * 2 - 2 + 2) * 2);
-  EXPECT_LE(stats.peak_live_bytes, 2 * 4096);
-}
-
-TEST(PlanTest, ElementwiseFusionStreamsThroughBroadcasts) {
-  const std::string text = R"(
-ENTRY e {
-  a = f32[3,4] parameter(0)
-  b = f32[4] parameter(1)
-  c = f32[3,4] parameter(2)
-  s = f32[3] parameter(3)
-  bb = f32[3,4] broadcast(b), dimensions={1}
-  m = f32[3,4] multiply(a, bb)
-  sb = f32[3,4] broadcast(s), dimensions={0}
-  t = f32[3,4] add(m, sb)
-  e = f32[3,4] exponential(c)
-  ROOT r = f32[3,4] subtract(t, e)
-})";
-  std::vector<float> a(12), c(12);
-  for (int i = 0; i < 12; ++i) {
-    a[i] = i - 5.5f;
-    c[i] = 0.1f * i;
-  }
-  std::vector<float> b = {1, -2, 0.5f, 3}, s = {10, 20, 30};
-  ExecutionStats stats;
-  absl::StatusOr<Literal> out =
-      RunHlo(text,
-             {Vec<float>(xla::F32, {3, 4}, a), Vec<float>(xla::F32, {4}, b),
-              Vec<float>(xla::F32, {3, 4}, c), Vec<float>(xla::F32, {3}, s)},
-             {}, nullptr, &stats);
-  ASSERT_TRUE(out.ok()) << out.status();
-  // One fused kernel instead of six.
-  EXPECT_EQ(stats.instructions_executed, 1);
-  std::vector<float> got = Values<float>(*out);
-  for (int i = 0; i < 3; ++i) {
-    for (int j = 0; j < 4; ++j) {
-      const float want = (a[i * 4 + j] * b[j] + s[i]) - std::exp(c[i * 4 + j]);
-      EXPECT_NEAR(got[i * 4 + j], want, 1e-5 * std::abs(want)) << i << "," << j;
-    }
-  }
-}
-
-// Results of 8 MiB and more leave the fused loop through non-temporal stores;
-// every element must still arrive, including a partial last tile.
-TEST(PlanTest, LargeFusedResultIsStreamedExactly) {
-  const std::string text = R"(
-ENTRY e {
-  a = f32[2049,1025] parameter(0)
-  b = f32[1025] parameter(1)
-  bb = f32[2049,1025] broadcast(b), dimensions={1}
-  m = f32[2049,1025] multiply(a, bb)
-  ROOT r = f32[2049,1025] add(m, a)
-})";
-  const int rows = 2049, cols = 1025;
-  std::vector<float> a(rows * cols), b(cols);
-  for (int i = 0; i < rows * cols; ++i) a[i] = static_cast<float>(i % 97);
-  for (int j = 0; j < cols; ++j) b[j] = static_cast<float>(j % 5) - 2;
-  std::vector<Literal> args;
-  args.push_back(Vec<float>(xla::F32, {rows, cols}, a));
-  args.push_back(Vec<float>(xla::F32, {cols}, b));
-  absl::StatusOr<Literal> out = RunHlo(text, std::move(args));
-  ASSERT_TRUE(out.ok()) << out.status();
-  std::vector<float> got = Values<float>(*out);
-  ASSERT_EQ(got.size(), a.size());
-  int wrong = 0;
-  for (int i = 0; i < rows * cols; ++i) {
-    if (got[i] != a[i] * b[i % cols] + a[i]) ++wrong;
-  }
-  EXPECT_EQ(wrong, 0);
-}
-
-TEST(PlanTest, CompileRejectsBadCalledComputationsAndShapes) {
-  absl::Status s = CompileHlo(R"(
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT r = f32[] add(a, b)
-}
-ENTRY e {
-  x = s32[4] parameter(0)
-  z = s32[] constant(0)
-  ROOT r = s32[] reduce(x, z), dimensions={0}, to_apply=add
-})")
-                       .status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_NE(s.message().find("instruction r (reduce)"), std::string::npos) << s;
-  s = CompileHlo(R"(
-ENTRY e {
-  x = f32[4] parameter(0)
-  ROOT r = f32[5] slice(x), slice={[0:5]}
-})")
-          .status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  EXPECT_NE(s.message().find("out of bounds"), std::string::npos) << s;
-  s = CompileHlo(R"(
-ENTRY e {
-  x = f32[4] parameter(0)
-  ROOT r = s32[4] shift-left(x, x)
-})")
-          .status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
-  s = CompileHlo(R"(
-ENTRY e {
-  x = f32[4] parameter(0)
-  ROOT r = f32[4] shift-left(x, x)
-})")
-          .status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
-  EXPECT_NE(s.message().find("shift-left on element type f32"),
-            std::string::npos)
-      << s;
 }
 
 }  // namespace

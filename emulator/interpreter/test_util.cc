@@ -4,6 +4,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "hlo/text/hlo_parser.h"
 
 namespace tpu::emulator::interpreter {
@@ -234,6 +235,13 @@ absl::StatusOr<Literal> RunHlo(absl::string_view text,
   absl::StatusOr<xla::HloModuleProto> module = Parse(text);
   if (!module.ok()) return module.status();
   return RunModule(*module, std::move(arguments), options, device, stats);
+}
+
+Literal RunHloOrFail(const std::string& text, std::vector<Literal> arguments,
+                     const CompileOptions& options) {
+  absl::StatusOr<Literal> out = RunHlo(text, std::move(arguments), options);
+  EXPECT_TRUE(out.ok()) << out.status() << "\n" << text;
+  return out.ok() ? *std::move(out) : Literal();
 }
 
 absl::StatusOr<std::unique_ptr<Executable>> CompileHlo(

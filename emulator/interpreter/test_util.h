@@ -162,6 +162,11 @@ absl::StatusOr<Literal> RunHlo(absl::string_view text,
                                const CompileOptions& options = {},
                                const Eigen::ThreadPoolDevice* device = nullptr,
                                ExecutionStats* stats = nullptr);
+// RunHlo's result, or an empty Literal after a test failure that shows the
+// status and the program.
+Literal RunHloOrFail(const std::string& text,
+                     std::vector<Literal> arguments = {},
+                     const CompileOptions& options = {});
 // Parses HLO text and compiles it.
 absl::StatusOr<std::unique_ptr<Executable>> CompileHlo(
     absl::string_view text, const CompileOptions& options = {});

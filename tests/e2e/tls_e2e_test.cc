@@ -160,7 +160,7 @@ TEST_F(TlsE2ETest, TlsSessionRunsAProgramAndRejectsAWrongCa) {
             absl::StrCat("tpu_emulator listening on 127.0.0.1:", worker->port(),
                          " (TLS)\n"));
   const std::string base = absl::StrCat("grpcs://127.0.0.1:", worker->port());
-  for (const std::string& host : {"127.0.0.1", "localhost"}) {
+  for (const char* host : {"127.0.0.1", "localhost"}) {
     CommandResult ok = Run(absl::StrCat("grpcs://", host, ":", worker->port(),
                                         "?ca=", File("ca", "pem")));
     EXPECT_EQ(ok.exit_code, 0) << ok.err;
