@@ -411,5 +411,67 @@ TEST_F(PodCollectivesE2ETest, DeadCoordinatorFailsTheCollectiveNamingIt) {
                                      slice_[0]->address(), " is unreachable")));
 }
 
+NpyArray IntArray(std::vector<int64_t> shape, std::vector<int32_t> values) {
+  NpyArray a;
+  a.dtype = {'i', 4};
+  a.shape = std::move(shape);
+  a.data.assign(reinterpret_cast<const char*>(values.data()),
+                values.size() * sizeof(int32_t));
+  return a;
+}
+
+// tpu_run --replicas=8 with every collective, on the three drivers: the
+// same exact outputs.
+TEST_F(PodCollectivesE2ETest, TpuRunRunsCollectivesOnEveryDriver) {
+  StartSingle();
+  StartSlice();
+  const std::string dir = absl::StrCat(ScratchDir(), "/", Name());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string module = absl::StrCat(dir, "/every_collective.hlo");
+  std::ofstream(module) << kEveryCollective;
+  for (int r = 0; r < kReplicas; ++r) {
+    const std::string in = absl::StrCat(dir, "/in/replica_", r);
+    fs::create_directories(in);
+    std::vector<int32_t> p;
+    for (int i = 0; i < 8; ++i) p.push_back(10 * r + i);
+    ASSERT_TRUE(
+        WriteNpyFile(absl::StrCat(in, "/arg_0.npy"), IntArray({8}, p)).ok());
+  }
+  for (const std::string& target :
+       {SingleTarget(), std::string("local://?chips=4&cores_per_chip=2"),
+        SliceTarget()}) {
+    SCOPED_TRACE(target);
+    const std::string out = absl::StrCat(dir, "/out");
+    fs::remove_all(out);
+    auto result = tools::RunCommand(
+        {RunfilePath("tools/tpu_run/tpu_run"),
+         absl::StrCat("--target=", target), absl::StrCat("--module=", module),
+         "--replicas=8", absl::StrCat("--inputs_dir=", dir, "/in"),
+         absl::StrCat("--outputs_dir=", out)},
+        absl::Seconds(120));
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_EQ(result->exit_code, 0) << result->err;
+    for (int r = 0; r < kReplicas; ++r) {
+      auto read = [&](int j) {
+        auto array =
+            ReadNpyFile(absl::StrCat(out, "/replica_", r, "/out_", j, ".npy"));
+        EXPECT_TRUE(array.ok()) << array.status();
+        return array.ok() ? SerializeNpy(*array) : std::string();
+      };
+      std::vector<int32_t> received, pair_sum;
+      for (int from = 0; from < 8; ++from) received.push_back(10 * from + r);
+      for (int i = 0; i < 8; ++i) {
+        pair_sum.push_back(10 * r + i + 10 * ((r + 4) % 8) + i);
+      }
+      EXPECT_EQ(read(0), SerializeNpy(IntArray({8}, {0, 1, 2, 3, 4, 5, 6, 7})));
+      EXPECT_EQ(read(1), SerializeNpy(IntArray({1}, {280 + 8 * r})));
+      EXPECT_EQ(read(2), SerializeNpy(IntArray({8}, received)));
+      EXPECT_EQ(read(3), SerializeNpy(IntArray({1}, {(r + 7) % 8})));
+      EXPECT_EQ(read(4), SerializeNpy(IntArray({8}, pair_sum)));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tpu
