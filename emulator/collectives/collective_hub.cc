@@ -88,7 +88,11 @@ Launch::Launch(CollectiveHub* hub, LaunchInfo info, int64_t number,
     : hub_(hub),
       info_(std::move(info)),
       number_(number),
-      spans_workers_(spans_workers) {}
+      spans_workers_(spans_workers),
+      key_prefix_(absl::StrCat(
+          spans_workers ? std::string("slice") : absl::StrCat(info_.client_id),
+          "|", info_.fingerprint, "|", DevicesKey(info_.assignment), "|",
+          number, "|")) {}
 
 Launch::~Launch() { hub_->EndLaunch(*this); }
 
@@ -206,14 +210,9 @@ absl::StatusOr<Literal> CollectiveHub::Exchange(
   const std::string site =
       absl::StrCat(request.computation, "/", request.instruction);
   const int64_t occurrence = launch.occurrences_[site]++;
-  const std::string owner = launch.spans_workers_
-                                ? std::string("slice")
-                                : absl::StrCat(info.client_id);
   Arrival arrival;
-  arrival.key =
-      absl::StrCat(owner, "|", info.fingerprint, "|",
-                   DevicesKey(info.assignment), "|", launch.number_, "|", site,
-                   "|", occurrence, "|", DevicesKey(request.devices));
+  arrival.key = absl::StrCat(launch.key_prefix_, site, "|", occurrence, "|",
+                             DevicesKey(request.devices));
   arrival.program = info.program;
   arrival.launch = launch.number_;
   arrival.instruction = request.instruction;
@@ -311,9 +310,9 @@ absl::StatusOr<Literal> CollectiveHub::Meet(
     // The last arrival combines, outside the lock: a 64 MiB reduction must
     // not stop other cores from arriving elsewhere. Any local participant's
     // combine will do (the coordinator always has one: the lowest core).
-    const interpreter::CollectiveCombine* run = nullptr;
+    const interpreter::CollectiveCombine* run = combine;
     for (const auto* c : meeting->combines) {
-      if (c != nullptr) run = c;
+      if (run == nullptr) run = c;
     }
     meeting->complete = true;
     meetings_.erase(arrival.key);

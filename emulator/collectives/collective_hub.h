@@ -113,6 +113,9 @@ class Launch : public interpreter::CollectiveExecutor {
   const int64_t number_;
   // The assignment names cores of other workers of the slice.
   const bool spans_workers_;
+  // What every meeting key of this launch starts with: the launch's owner
+  // (client, or "slice" across workers), program, assignment and number.
+  const std::string key_prefix_;
   // How often each (computation, instruction) ran in this launch.
   absl::flat_hash_map<std::string, int64_t> occurrences_;
 };
