@@ -231,6 +231,21 @@ absl::StatusOr<Literal> CollectiveHub::Exchange(
   if (options_.peers != nullptr && coordinator != options_.host_id) {
     return MeetAtPeer(info, arrival, coordinator, contribution);
   }
+  if (options_.peers == nullptr) {
+    // A participant nobody can reach would leave this one waiting forever.
+    for (int device : request.devices) {
+      if (std::find(options_.cores.begin(), options_.cores.end(), device) !=
+          options_.cores.end()) {
+        continue;
+      }
+      return absl::FailedPreconditionError(absl::StrCat(
+          request.kind, " ", request.instruction, ": its group {",
+          DevicesKey(request.devices), "} includes core ", device,
+          ", which this worker does not serve, and it knows no other "
+          "workers: start every worker of the pod slice with "
+          "--pod_addresses=HOST0:PORT0,HOST1:PORT1,... (index = host id)"));
+    }
+  }
   const std::atomic<bool>* flag = info.cancelled;
   const std::function<bool()> cancelled = [flag] {
     return flag != nullptr && flag->load();

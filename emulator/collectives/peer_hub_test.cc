@@ -191,5 +191,21 @@ TEST_F(PeerHubTest, DeadPeerFailsTheMeetingNamingIt) {
                         "unreachable"));
 }
 
+// A worker without peers cannot meet another worker's core: it says so
+// instead of waiting forever.
+TEST(LoneHubTest, GroupBeyondTheWorkerFailsWithoutPeers) {
+  auto executable = Compile(TwoReplicaSum("p"), 2);
+  ASSERT_NE(executable, nullptr);
+  CollectiveHub hub(testing_util::HubOptions(2));
+  absl::StatusOr<Literal> result =
+      RunLaunch(*executable, hub, 0, 0, {0, 2}, {S32({1}, {5})});
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("all-reduce s: its group {0,2} includes core 2, "
+                        "which this worker does not serve, and it knows no "
+                        "other workers: start every worker of the pod slice "
+                        "with --pod_addresses="));
+}
+
 }  // namespace
 }  // namespace tpu::emulator
