@@ -13,9 +13,10 @@ namespace {
 
 // How often a blocked Contribute looks at its client's cancellation.
 constexpr absl::Duration kCancelPoll = absl::Milliseconds(50);
-// A live worker answers a ping at once; one that does not within this is
-// taken as gone.
+// A live worker answers a ping at once; one that does not within this, this
+// many times in a row, is taken as gone (a refused connection at once).
 constexpr absl::Duration kPingDeadline = absl::Seconds(2);
+constexpr int kPingAttempts = 3;
 constexpr absl::Duration kReportDeadline = absl::Seconds(5);
 
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
@@ -114,11 +115,16 @@ absl::Status GrpcPeerLink::Ping(int host) {
       stubs_[host] == nullptr) {
     return absl::OkStatus();
   }
-  grpc::ClientContext context;
-  context.set_deadline(DeadlineIn(kPingDeadline));
-  tpu_emulator::PingRequest request;
-  tpu_emulator::PingResponse response;
-  grpc::Status status = stubs_[host]->Ping(&context, request, &response);
+  grpc::Status status;
+  for (int attempt = 0; attempt < kPingAttempts; ++attempt) {
+    grpc::ClientContext context;
+    context.set_deadline(DeadlineIn(kPingDeadline));
+    tpu_emulator::PingRequest request;
+    tpu_emulator::PingResponse response;
+    status = stubs_[host]->Ping(&context, request, &response);
+    // A slow answer may be a busy worker; no answer at all is a gone one.
+    if (status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) break;
+  }
   if (!status.ok()) return PeerError(host, status);
   return absl::OkStatus();
 }
