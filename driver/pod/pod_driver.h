@@ -88,8 +88,8 @@ class PodDriver : public TpuDriver {
   // The merged topology with live HBM and CPU figures (queried from every
   // worker; a worker that is gone keeps its last known figures).
   absl::StatusOr<tpu_driver::SystemInfo> QuerySystemInfo() override;
-  // Each worker's report in turn (until the workers of a slice exchange
-  // collective data, each worker sees only its own cores).
+  // Each worker's report in turn (a worker of a slice started with
+  // --pod_addresses reports the whole slice).
   absl::StatusOr<std::string> DescribeWaits() override;
   // Resets every worker (all of them, even if one fails) and returns the
   // first error. The driver is unusable afterwards.

@@ -51,17 +51,48 @@ struct CollectiveHub::Meeting {
   std::string signature;
   std::vector<int> devices;
   std::vector<std::optional<Literal>> contributions;
+  // Each local participant's combine (they compute the same); null for
+  // participants of other workers.
+  std::vector<const interpreter::CollectiveCombine*> combines;
   std::vector<bool> arrived;
   int arrived_count = 0;
-  // Set once the last participant combined the contributions.
+  // Everyone arrived and the combine runs: nobody withdraws any more.
+  bool complete = false;
+  // Set once the contributions were combined, or the meeting failed.
   bool done = false;
   absl::Status status;
   std::vector<Literal> outputs;
-  int collected = 0;
+  // Signalled when done, and to let cancelled waiters leave.
+  absl::CondVar changed;
+  // A waiter is pinging the missing participants' workers.
+  bool checking_peers = false;
+  // For a participant of a meeting another worker holds: that worker.
+  int coordinator = -1;
 };
 
-Launch::Launch(CollectiveHub* hub, LaunchInfo info, int64_t number)
-    : hub_(hub), info_(std::move(info)), number_(number) {}
+// One participant's arrival at a meeting, from this worker or another.
+struct CollectiveHub::Arrival {
+  std::string key;
+  std::string program;
+  int64_t launch = 0;
+  std::string instruction;
+  std::string kind;
+  std::string signature;
+  std::vector<int> devices;
+  int rank = 0;
+  int core = 0;
+};
+
+Launch::Launch(CollectiveHub* hub, LaunchInfo info, int64_t number,
+               bool spans_workers)
+    : hub_(hub),
+      info_(std::move(info)),
+      number_(number),
+      spans_workers_(spans_workers),
+      key_prefix_(absl::StrCat(
+          spans_workers ? std::string("slice") : absl::StrCat(info_.client_id),
+          "|", info_.fingerprint, "|", DevicesKey(info_.assignment), "|",
+          number, "|")) {}
 
 Launch::~Launch() { hub_->EndLaunch(*this); }
 
@@ -93,6 +124,15 @@ void CollectiveHub::StopReporting() {
   if (reporter_.joinable()) reporter_.join();
 }
 
+int CollectiveHub::HostOf(int core) const {
+  const int per_host = std::max<int>(1, options_.cores.size());
+  return core / per_host;
+}
+
+bool CollectiveHub::OnOtherWorker(int core) const {
+  return options_.peers != nullptr && HostOf(core) != options_.host_id;
+}
+
 CollectiveHub::CoreRecord* CollectiveHub::FindCore(int core) {
   for (auto& record : cores_) {
     if (record->core == core) return record.get();
@@ -109,17 +149,25 @@ absl::StatusOr<std::unique_ptr<Launch>> CollectiveHub::BeginLaunch(
           absl::StrCat("core ", info.core, " is not a core of this worker"));
     }
   }
+  // A launch across workers is numbered without the client id, which
+  // differs from worker to worker for the same pod session.
+  const bool spans_workers =
+      std::any_of(info.assignment.begin(), info.assignment.end(),
+                  [this](int device) { return OnOtherWorker(device); });
   // The barrier comes first: a launch it refuses is not numbered, so the
-  // cores' next launches of the program still meet.
-  if (options_.launch_barrier && info.assignment.size() > 1) {
+  // cores' next launches of the program still meet. It sees this worker's
+  // cores only, so launches across workers skip it.
+  if (options_.launch_barrier && info.assignment.size() > 1 && !spans_workers) {
     if (absl::Status s = LaunchBarrier(info); !s.ok()) return s;
   }
+  const std::string owner =
+      spans_workers ? std::string("slice") : absl::StrCat(info.client_id);
   int64_t number = 0;
   {
     absl::MutexLock lock(&mu_);
     CoreRecord* core = FindCore(info.core);
     const std::string count_key =
-        absl::StrCat(info.client_id, "|", info.fingerprint, "|",
+        absl::StrCat(owner, "|", info.fingerprint, "|",
                      DevicesKey(info.assignment), "|", info.core);
     number = launch_counts_[count_key]++;
     core->activity = tpu_emulator::CoreWait::RUNNING;
@@ -128,7 +176,8 @@ absl::StatusOr<std::unique_ptr<Launch>> CollectiveHub::BeginLaunch(
     core->launch = number;
     core->client_id = info.client_id;
   }
-  return std::unique_ptr<Launch>(new Launch(this, std::move(info), number));
+  return std::unique_ptr<Launch>(
+      new Launch(this, std::move(info), number, spans_workers));
 }
 
 void CollectiveHub::EndLaunch(const Launch& launch) {
@@ -148,8 +197,10 @@ void CollectiveHub::ForgetClient(uint32_t client_id) {
 }
 
 void CollectiveHub::WakeWaiters() {
-  // Releasing the mutex re-evaluates every waiter's condition.
+  // Releasing the mutex re-evaluates the launch barrier's conditions; the
+  // meetings' waiters wait on their meeting's condition variable.
   absl::MutexLock lock(&mu_);
+  for (auto& [key, meeting] : meetings_) meeting->changed.SignalAll();
 }
 
 absl::StatusOr<Literal> CollectiveHub::Exchange(
@@ -159,103 +210,298 @@ absl::StatusOr<Literal> CollectiveHub::Exchange(
   const std::string site =
       absl::StrCat(request.computation, "/", request.instruction);
   const int64_t occurrence = launch.occurrences_[site]++;
-  const std::string key =
-      absl::StrCat(info.client_id, "|", info.fingerprint, "|",
-                   DevicesKey(info.assignment), "|", launch.number_, "|", site,
-                   "|", occurrence, "|", DevicesKey(request.devices));
-  const int n = static_cast<int>(request.devices.size());
-
+  Arrival arrival;
+  arrival.key = absl::StrCat(launch.key_prefix_, site, "|", occurrence, "|",
+                             DevicesKey(request.devices));
+  arrival.program = info.program;
+  arrival.launch = launch.number_;
+  arrival.instruction = request.instruction;
+  arrival.kind = request.kind;
+  arrival.signature = request.signature;
+  arrival.devices = request.devices;
+  arrival.rank = request.rank;
+  arrival.core = info.core;
+  if (request.devices.empty()) {
+    return absl::InternalError(
+        absl::StrCat(request.instruction, ": a collective with no group"));
+  }
+  // The worker of the group's lowest core holds the meeting.
+  const int coordinator =
+      HostOf(*std::min_element(request.devices.begin(), request.devices.end()));
+  if (options_.peers != nullptr && coordinator != options_.host_id) {
+    return MeetAtPeer(info, arrival, coordinator, contribution);
+  }
+  if (options_.peers == nullptr) {
+    // A participant nobody can reach would leave this one waiting forever.
+    for (int device : request.devices) {
+      if (std::find(options_.cores.begin(), options_.cores.end(), device) !=
+          options_.cores.end()) {
+        continue;
+      }
+      return absl::FailedPreconditionError(absl::StrCat(
+          request.kind, " ", request.instruction, ": its group {",
+          DevicesKey(request.devices), "} includes core ", device,
+          ", which this worker does not serve, and it knows no other "
+          "workers: start every worker of the pod slice with "
+          "--pod_addresses=HOST0:PORT0,HOST1:PORT1,... (index = host id)"));
+    }
+  }
+  const std::atomic<bool>* flag = info.cancelled;
+  const std::function<bool()> cancelled = [flag] {
+    return flag != nullptr && flag->load();
+  };
   absl::MutexLock lock(&mu_);
-  CoreRecord* core = FindCore(info.core);
-  std::shared_ptr<Meeting>& slot = meetings_[key];
+  return Meet(arrival, std::move(contribution), &combine, cancelled,
+              FindCore(info.core));
+}
+
+absl::StatusOr<Literal> CollectiveHub::ArriveFromPeer(
+    const tpu_emulator::Contribution& contribution,
+    const std::function<bool()>& cancelled) {
+  Arrival arrival;
+  arrival.key = contribution.meeting();
+  arrival.program = contribution.program();
+  arrival.launch = contribution.launch();
+  arrival.instruction = contribution.instruction();
+  arrival.kind = contribution.kind();
+  arrival.signature = contribution.signature();
+  arrival.devices.assign(contribution.group().begin(),
+                         contribution.group().end());
+  arrival.rank = contribution.rank();
+  arrival.core = contribution.core();
+  if (arrival.devices.empty() || options_.peers == nullptr ||
+      HostOf(*std::min_element(arrival.devices.begin(),
+                               arrival.devices.end())) != options_.host_id) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "host ", options_.host_id, " does not coordinate ", arrival.kind, " ",
+        arrival.instruction, " of group {", DevicesKey(arrival.devices),
+        "}: start every worker of the slice with the same --pod_hosts, "
+        "--pod_addresses and core counts"));
+  }
+  absl::StatusOr<Literal> value = Literal::FromProto(contribution.value());
+  if (!value.ok()) return value.status();
+  absl::MutexLock lock(&mu_);
+  return Meet(arrival, *std::move(value), /*combine=*/nullptr, cancelled,
+              /*core=*/nullptr);
+}
+
+absl::StatusOr<Literal> CollectiveHub::Meet(
+    const Arrival& arrival, Literal contribution,
+    const interpreter::CollectiveCombine* combine,
+    const std::function<bool()>& cancelled, CoreRecord* core) {
+  std::shared_ptr<Meeting>& slot = meetings_[arrival.key];
   if (slot == nullptr) {
     slot = std::make_shared<Meeting>();
-    slot->key = key;
-    slot->program = info.program;
-    slot->launch = launch.number_;
-    slot->instruction = request.instruction;
-    slot->kind = request.kind;
-    slot->signature = request.signature;
-    slot->devices = request.devices;
-    slot->contributions.resize(n);
-    slot->arrived.assign(n, false);
+    slot->key = arrival.key;
+    slot->program = arrival.program;
+    slot->launch = arrival.launch;
+    slot->instruction = arrival.instruction;
+    slot->kind = arrival.kind;
+    slot->signature = arrival.signature;
+    slot->devices = arrival.devices;
+    slot->contributions.resize(arrival.devices.size());
+    slot->combines.assign(arrival.devices.size(), nullptr);
+    slot->arrived.assign(arrival.devices.size(), false);
   }
   std::shared_ptr<Meeting> meeting = slot;
-  if (request.rank < 0 || request.rank >= n || meeting->arrived[request.rank]) {
+  const int n = static_cast<int>(meeting->devices.size());
+  const int rank = arrival.rank;
+  if (rank < 0 || rank >= n || meeting->arrived[rank]) {
     return absl::InternalError(absl::StrCat(
-        "core ", info.core, " arrived twice at ", request.instruction));
+        "core ", arrival.core, " arrived twice at ", arrival.instruction));
   }
-  meeting->contributions[request.rank] = std::move(contribution);
-  meeting->arrived[request.rank] = true;
+  meeting->contributions[rank] = std::move(contribution);
+  meeting->combines[rank] = combine;
+  meeting->arrived[rank] = true;
   ++meeting->arrived_count;
-
-  // The flight-recorder entry and the core's state.
-  tpu_emulator::CollectiveRecord record;
-  record.set_sequence(core->next_sequence++);
-  record.set_program(info.program);
-  record.set_launch(launch.number_);
-  record.set_instruction(request.instruction);
-  record.set_kind(request.kind);
-  record.set_signature(request.signature);
-  for (int d : request.devices) record.add_group(d);
-  const absl::Time start = absl::Now();
-  record.set_start_unix_micros(UnixMicros(start));
-  core->history.push_back(std::move(record));
-  if (core->history.size() > kHistoryPerCore) core->history.pop_front();
-  const int64_t sequence = core->history.back().sequence();
-  core->activity = tpu_emulator::CoreWait::WAITING;
-  core->meeting = meeting;
-  core->since = start;
-  core->logged = false;
+  int64_t sequence = -1;
+  if (core != nullptr) {
+    sequence = RecordArrival(*core, arrival, meeting);
+  } else {
+    remote_waiters_[arrival.core] = RemoteWaiter{meeting, absl::Now()};
+  }
 
   if (meeting->arrived_count == n) {
     // The last arrival combines, outside the lock: a 64 MiB reduction must
-    // not stop other cores from arriving elsewhere.
-    std::vector<Literal> all;
-    all.reserve(n);
-    for (auto& c : meeting->contributions) all.push_back(std::move(*c));
-    meetings_.erase(key);
-    mu_.Unlock();
-    absl::StatusOr<std::vector<Literal>> outputs = combine(all);
-    mu_.Lock();
+    // not stop other cores from arriving elsewhere. Any local participant's
+    // combine will do (the coordinator always has one: the lowest core).
+    const interpreter::CollectiveCombine* run = combine;
+    for (const auto* c : meeting->combines) {
+      if (run == nullptr) run = c;
+    }
+    meeting->complete = true;
+    meetings_.erase(arrival.key);
+    absl::StatusOr<std::vector<Literal>> outputs =
+        absl::InternalError(absl::StrCat(
+            arrival.instruction, ": no participant of this worker to combine"));
+    if (run != nullptr) {
+      std::vector<Literal> all;
+      all.reserve(n);
+      for (auto& c : meeting->contributions) all.push_back(std::move(*c));
+      mu_.Unlock();
+      outputs = (*run)(all);
+      mu_.Lock();
+    }
     if (outputs.ok() && static_cast<int>(outputs->size()) != n) {
       outputs = absl::InternalError(
-          "a collective produced the wrong number "
-          "of outputs");
+          "a collective produced the wrong number of outputs");
     }
     meeting->status = outputs.status();
     if (outputs.ok()) meeting->outputs = *std::move(outputs);
     meeting->done = true;
+    meeting->changed.SignalAll();
   } else {
-    const std::atomic<bool>* cancelled = info.cancelled;
-    auto ready = [&meeting, cancelled]() {
-      return meeting->done || (cancelled != nullptr && cancelled->load());
-    };
-    mu_.Await(absl::Condition(&ready));
+    AwaitMeeting(*meeting, cancelled);
   }
 
-  // Close the flight-recorder entry (if it is still in the window).
-  core = FindCore(info.core);
-  for (auto it = core->history.rbegin(); it != core->history.rend(); ++it) {
-    if (it->sequence() != sequence) continue;
-    it->set_done(meeting->done);
-    it->set_end_unix_micros(UnixMicros(absl::Now()));
-    break;
+  if (core != nullptr) {
+    RecordDeparture(*core, sequence, meeting->done);
+  } else {
+    remote_waiters_.erase(arrival.core);
   }
-  core->activity = tpu_emulator::CoreWait::RUNNING;
-  core->meeting.reset();
   if (!meeting->done) {
     // Cancelled while waiting: withdraw, so the meeting does not hold data
-    // for a participant that is gone.
-    meeting->arrived[request.rank] = false;
-    meeting->contributions[request.rank].reset();
-    if (--meeting->arrived_count == 0) meetings_.erase(key);
+    // (or a combine) for a participant that is gone.
+    meeting->arrived[rank] = false;
+    meeting->contributions[rank].reset();
+    meeting->combines[rank] = nullptr;
+    if (--meeting->arrived_count == 0) {
+      auto it = meetings_.find(arrival.key);
+      if (it != meetings_.end() && it->second == meeting) meetings_.erase(it);
+    }
     return absl::CancelledError(absl::StrCat(
-        request.kind, " ", request.instruction,
+        arrival.kind, " ", arrival.instruction,
         ": the client was closed while this core waited for its peers"));
   }
   if (!meeting->status.ok()) return meeting->status;
-  return meeting->outputs[request.rank];
+  return meeting->outputs[rank];
+}
+
+void CollectiveHub::AwaitMeeting(Meeting& meeting,
+                                 const std::function<bool()>& cancelled) {
+  const bool spans_workers =
+      std::any_of(meeting.devices.begin(), meeting.devices.end(),
+                  [this](int device) { return OnOtherWorker(device); });
+  while (!meeting.done) {
+    if (!meeting.complete && cancelled()) return;
+    if (!spans_workers) {
+      meeting.changed.Wait(&mu_);
+      continue;
+    }
+    // Peers' participants are cancelled by their RPC, which nobody signals:
+    // look again a few times a second, and ping missing workers meanwhile.
+    if (!meeting.changed.WaitWithTimeout(&mu_, options_.peer_check_period)) {
+      continue;
+    }
+    if (meeting.done || meeting.complete || meeting.checking_peers) continue;
+    std::vector<int> hosts;
+    for (size_t r = 0; r < meeting.devices.size(); ++r) {
+      const int host = HostOf(meeting.devices[r]);
+      if (!meeting.arrived[r] && host != options_.host_id &&
+          std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
+        hosts.push_back(host);
+      }
+    }
+    if (hosts.empty()) continue;
+    meeting.checking_peers = true;
+    mu_.Unlock();
+    absl::Status alive;
+    for (int host : hosts) {
+      alive = options_.peers->Ping(host);
+      if (!alive.ok()) break;
+    }
+    mu_.Lock();
+    meeting.checking_peers = false;
+    if (alive.ok() || meeting.done || meeting.complete) continue;
+    // Nothing waits forever on a dead worker: the meeting fails for all.
+    meeting.status = absl::UnavailableError(absl::StrCat(
+        meeting.kind, " ", meeting.instruction, ": ", alive.message()));
+    meeting.done = true;
+    auto it = meetings_.find(meeting.key);
+    if (it != meetings_.end() && it->second.get() == &meeting) {
+      meetings_.erase(it);
+    }
+    meeting.changed.SignalAll();
+  }
+}
+
+absl::StatusOr<Literal> CollectiveHub::MeetAtPeer(const LaunchInfo& info,
+                                                  const Arrival& arrival,
+                                                  int coordinator,
+                                                  const Literal& contribution) {
+  tpu_emulator::Contribution message;
+  message.set_meeting(arrival.key);
+  message.set_rank(arrival.rank);
+  message.set_core(arrival.core);
+  message.set_host_id(options_.host_id);
+  message.set_program(arrival.program);
+  message.set_launch(arrival.launch);
+  message.set_instruction(arrival.instruction);
+  message.set_kind(arrival.kind);
+  message.set_signature(arrival.signature);
+  for (int d : arrival.devices) message.add_group(d);
+  *message.mutable_value() = contribution.ToProto();
+
+  // What the wait report shows meanwhile: the coordinator knows the rest.
+  auto meeting = std::make_shared<Meeting>();
+  meeting->program = arrival.program;
+  meeting->launch = arrival.launch;
+  meeting->instruction = arrival.instruction;
+  meeting->kind = arrival.kind;
+  meeting->signature = arrival.signature;
+  meeting->devices = arrival.devices;
+  meeting->coordinator = coordinator;
+  CoreRecord* core = nullptr;
+  int64_t sequence = -1;
+  {
+    absl::MutexLock lock(&mu_);
+    core = FindCore(info.core);
+    sequence = RecordArrival(*core, arrival, meeting);
+  }
+  absl::StatusOr<Literal> output =
+      options_.peers->Contribute(coordinator, message, info.cancelled);
+  absl::MutexLock lock(&mu_);
+  RecordDeparture(*core, sequence, output.ok());
+  if (!output.ok() && info.cancelled != nullptr && info.cancelled->load()) {
+    return absl::CancelledError(absl::StrCat(
+        arrival.kind, " ", arrival.instruction,
+        ": the client was closed while this core waited for its peers"));
+  }
+  return output;
+}
+
+int64_t CollectiveHub::RecordArrival(CoreRecord& core, const Arrival& arrival,
+                                     std::shared_ptr<Meeting> meeting) {
+  tpu_emulator::CollectiveRecord record;
+  record.set_sequence(core.next_sequence++);
+  record.set_program(arrival.program);
+  record.set_launch(arrival.launch);
+  record.set_instruction(arrival.instruction);
+  record.set_kind(arrival.kind);
+  record.set_signature(arrival.signature);
+  for (int d : arrival.devices) record.add_group(d);
+  const absl::Time start = absl::Now();
+  record.set_start_unix_micros(UnixMicros(start));
+  core.history.push_back(std::move(record));
+  if (core.history.size() > kHistoryPerCore) core.history.pop_front();
+  core.activity = tpu_emulator::CoreWait::WAITING;
+  core.meeting = std::move(meeting);
+  core.since = start;
+  core.logged = false;
+  return core.history.back().sequence();
+}
+
+void CollectiveHub::RecordDeparture(CoreRecord& core, int64_t sequence,
+                                    bool done) {
+  // Close the flight-recorder entry (if it is still in the window).
+  for (auto it = core.history.rbegin(); it != core.history.rend(); ++it) {
+    if (it->sequence() != sequence) continue;
+    it->set_done(done);
+    it->set_end_unix_micros(UnixMicros(absl::Now()));
+    break;
+  }
+  core.activity = tpu_emulator::CoreWait::RUNNING;
+  core.meeting.reset();
 }
 
 // Cores meet per assignment (as a device set) and per launch on that set:
@@ -346,30 +592,118 @@ tpu_emulator::WaitReport CollectiveHub::Report(int history) const {
       *wait->add_history() = core->history[i];
     }
     nodes.push_back(core->core);
-    edges.emplace_back();
     const Meeting* meeting = core->meeting.get();
-    if (core->activity != tpu_emulator::CoreWait::WAITING ||
-        meeting == nullptr) {
-      continue;
+    if (core->activity == tpu_emulator::CoreWait::WAITING &&
+        meeting != nullptr) {
+      wait->set_since_unix_micros(UnixMicros(core->since));
+      DescribeWait(*meeting, wait);
     }
-    wait->set_instruction(meeting->instruction);
-    wait->set_kind(meeting->kind);
-    wait->set_signature(meeting->signature);
-    for (int d : meeting->devices) wait->add_group(d);
-    wait->set_since_unix_micros(UnixMicros(core->since));
-    for (size_t r = 0; r < meeting->devices.size(); ++r) {
-      if (meeting->arrived[r]) continue;
-      const int missing = meeting->devices[r];
-      wait->add_waiting_for(missing);
-      edges.back().push_back(missing);
-      wait->add_diagnosis(Diagnose(*meeting, missing));
-    }
+    edges.emplace_back(wait->waiting_for().begin(), wait->waiting_for().end());
   }
   for (const std::vector<int>& cycle : wire::FindCycles(nodes, edges)) {
     auto* out = report.add_cycles();
     for (int c : cycle) out->add_cores(c);
   }
   return report;
+}
+
+void CollectiveHub::DescribeWait(const Meeting& meeting,
+                                 tpu_emulator::CoreWait* wait) const {
+  wait->set_instruction(meeting.instruction);
+  wait->set_kind(meeting.kind);
+  wait->set_signature(meeting.signature);
+  for (int d : meeting.devices) wait->add_group(d);
+  if (meeting.coordinator >= 0) {
+    // Held by another worker, which knows who is missing.
+    wait->add_diagnosis(absl::StrCat(
+        "the meeting is held by host ", meeting.coordinator, " (",
+        options_.peers->Address(meeting.coordinator),
+        "), which knows who is missing: ask it, or any worker of the slice"));
+    return;
+  }
+  for (size_t r = 0; r < meeting.devices.size(); ++r) {
+    if (meeting.arrived[r]) continue;
+    const int missing = meeting.devices[r];
+    wait->add_waiting_for(missing);
+    wait->add_diagnosis(Diagnose(meeting, missing));
+  }
+}
+
+tpu_emulator::PeerWaitReport CollectiveHub::LocalReport(int history) const {
+  tpu_emulator::PeerWaitReport report;
+  *report.mutable_local() = Report(history);
+  absl::MutexLock lock(&mu_);
+  for (const auto& [core, waiter] : remote_waiters_) {
+    tpu_emulator::CoreWait* wait = report.add_remote_waiters();
+    wait->set_core(core);
+    wait->set_host_id(HostOf(core));
+    wait->set_activity(tpu_emulator::CoreWait::WAITING);
+    wait->set_program(waiter.meeting->program);
+    wait->set_launch(waiter.meeting->launch);
+    wait->set_since_unix_micros(UnixMicros(waiter.since));
+    DescribeWait(*waiter.meeting, wait);
+  }
+  return report;
+}
+
+tpu_emulator::WaitReport CollectiveHub::SliceReport(int history) const {
+  if (options_.peers == nullptr) return Report(history);
+  const int per_host = std::max<int>(1, options_.cores.size());
+  tpu_emulator::WaitReport merged;
+  std::vector<tpu_emulator::CoreWait> remote_waiters;
+  for (int host = 0; host < options_.peers->host_count(); ++host) {
+    absl::StatusOr<tpu_emulator::PeerWaitReport> part =
+        host == options_.host_id
+            ? LocalReport(history)
+            : options_.peers->LocalWaitReport(host, history);
+    if (!part.ok()) {
+      // Its cores are shown, with why nothing is known about them.
+      for (int i = 0; i < per_host; ++i) {
+        tpu_emulator::CoreWait* wait = merged.add_cores();
+        wait->set_core(host * per_host + i);
+        wait->set_host_id(host);
+        wait->add_diagnosis(std::string(part.status().message()));
+      }
+      continue;
+    }
+    if (host == options_.host_id) {
+      merged.set_taken_unix_micros(part->local().taken_unix_micros());
+    }
+    for (const auto& wait : part->local().cores()) *merged.add_cores() = wait;
+    for (const auto& wait : part->remote_waiters()) {
+      remote_waiters.push_back(wait);
+    }
+  }
+  // A core waiting in a meeting another worker holds: that worker says
+  // whom it waits for.
+  for (tpu_emulator::CoreWait& wait : *merged.mutable_cores()) {
+    for (const tpu_emulator::CoreWait& held : remote_waiters) {
+      if (held.core() != wait.core() ||
+          wait.activity() != tpu_emulator::CoreWait::WAITING ||
+          held.instruction() != wait.instruction() ||
+          held.launch() != wait.launch()) {
+        continue;
+      }
+      wait.mutable_waiting_for()->CopyFrom(held.waiting_for());
+      wait.mutable_diagnosis()->CopyFrom(held.diagnosis());
+    }
+  }
+  std::sort(
+      merged.mutable_cores()->begin(), merged.mutable_cores()->end(),
+      [](const tpu_emulator::CoreWait& a, const tpu_emulator::CoreWait& b) {
+        return a.core() < b.core();
+      });
+  std::vector<int> nodes;
+  std::vector<std::vector<int>> edges;
+  for (const auto& wait : merged.cores()) {
+    nodes.push_back(wait.core());
+    edges.emplace_back(wait.waiting_for().begin(), wait.waiting_for().end());
+  }
+  for (const std::vector<int>& cycle : wire::FindCycles(nodes, edges)) {
+    auto* out = merged.add_cycles();
+    for (int c : cycle) out->add_cores(c);
+  }
+  return merged;
 }
 
 std::string CollectiveHub::Diagnose(const Meeting& meeting, int missing) const {
@@ -379,6 +713,12 @@ std::string CollectiveHub::Diagnose(const Meeting& meeting, int missing) const {
     if (core->core == missing) other = core.get();
   }
   if (other == nullptr) {
+    if (options_.peers != nullptr) {
+      const int host = HostOf(missing);
+      return absl::StrCat(who, "(host ", host, ", ",
+                          options_.peers->Address(host),
+                          ") has not arrived at this collective yet");
+    }
     return who + "is not a core of this worker (another host of the slice)";
   }
   switch (other->activity) {

@@ -13,6 +13,17 @@
 // waiter's own client (Close, Reset, worker shutdown). Every core blocks on its
 // own thread, so a hang never holds a thread that other cores or clients need.
 //
+// In a pod slice (options.peers set) a launch whose device assignment spans
+// workers is numbered without the client id (each worker gives the pod
+// driver's session its own id): the k-th launch of a program on a core meets
+// the k-th launch on the other cores, whoever launched it. A meeting whose
+// group spans workers is held by the coordinator, the worker of the group's
+// lowest core; participants on other workers join it through PeerLink and
+// get their outputs back from it, so the combine runs once, in replica order,
+// exactly as on one worker. While such a meeting waits for another worker,
+// the coordinator pings it a few times a second and fails the meeting with
+// UNAVAILABLE naming the worker once it does not answer.
+//
 // The hub keeps, per core, what it runs or waits for and the last 1000
 // collectives it took part in, and builds the wait report from them: who
 // waits, for which missing participants, what those are doing instead, and
@@ -34,8 +45,10 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "emulator/collectives/peer_link.h"
 #include "emulator/interpreter/collectives.h"
 #include "proto/control.pb.h"
+#include "proto/peer.pb.h"
 
 namespace tpu::emulator {
 
@@ -52,6 +65,12 @@ struct CollectiveHubOptions {
   // Check at launch that every core of a multi-core device assignment starts
   // the same program for the same launch (TPU's enhanced launch barrier).
   bool launch_barrier = false;
+  // The other workers of the pod slice; null for a lone worker (then groups
+  // that name other workers' cores wait for them forever, as before). Core
+  // ids are the slice's: host h serves cores h*n .. h*n+n-1 for n = cores.
+  std::shared_ptr<PeerLink> peers;
+  // How long a meeting waits for another worker before pinging it.
+  absl::Duration peer_check_period = absl::Milliseconds(250);
 };
 
 // What a core is about to run.
@@ -86,11 +105,17 @@ class Launch : public interpreter::CollectiveExecutor {
 
  private:
   friend class CollectiveHub;
-  Launch(CollectiveHub* hub, LaunchInfo info, int64_t number);
+  Launch(CollectiveHub* hub, LaunchInfo info, int64_t number,
+         bool spans_workers);
 
   CollectiveHub* const hub_;
   const LaunchInfo info_;
   const int64_t number_;
+  // The assignment names cores of other workers of the slice.
+  const bool spans_workers_;
+  // What every meeting key of this launch starts with: the launch's owner
+  // (client, or "slice" across workers), program, assignment and number.
+  const std::string key_prefix_;
   // How often each (computation, instruction) ran in this launch.
   absl::flat_hash_map<std::string, int64_t> occurrences_;
 };
@@ -119,19 +144,68 @@ class CollectiveHub {
   // Stops the long-wait log line (before what `queued` reads goes away).
   void StopReporting();
 
-  // The state of every core now, with up to `history` of each core's most
-  // recent collectives.
+  // The state of every core of this worker now, with up to `history` of each
+  // core's most recent collectives.
   tpu_emulator::WaitReport Report(int history = 0) const;
+
+  // Report() plus the other workers' cores waiting in meetings this worker
+  // coordinates (the peer service's LocalWaitReport).
+  tpu_emulator::PeerWaitReport LocalReport(int history = 0) const;
+
+  // The whole slice: every worker's LocalReport merged, cycles across
+  // workers included. Without peers, Report(). A worker that does not answer
+  // is listed with its cores idle and a diagnosis saying so.
+  tpu_emulator::WaitReport SliceReport(int history = 0) const;
+
+  // A participant on another worker joins a meeting this worker coordinates
+  // (the peer service's Contribute). Blocks until the meeting completes;
+  // withdraws and fails CANCELLED once `cancelled` returns true.
+  absl::StatusOr<Literal> ArriveFromPeer(
+      const tpu_emulator::Contribution& arrival,
+      const std::function<bool()>& cancelled);
 
  private:
   friend class Launch;
   struct Meeting;
   struct CoreRecord;
   struct Barrier;
+  struct Arrival;
+  struct RemoteWaiter {
+    std::shared_ptr<Meeting> meeting;
+    absl::Time since;
+  };
 
   absl::StatusOr<Literal> Exchange(
       Launch& launch, const interpreter::CollectiveRequest& request,
       Literal contribution, const interpreter::CollectiveCombine& combine);
+  // Joins (or opens) the meeting of `arrival` and waits until it completes.
+  // `core` is the arriving core's record, null for a peer's participant;
+  // `combine` is null for a peer's participant. mu_ held.
+  absl::StatusOr<Literal> Meet(const Arrival& arrival, Literal contribution,
+                               const interpreter::CollectiveCombine* combine,
+                               const std::function<bool()>& cancelled,
+                               CoreRecord* core)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits until `meeting` is done or (before it completes) `cancelled`;
+  // pings the missing participants' workers while it waits for them.
+  void AwaitMeeting(Meeting& meeting, const std::function<bool()>& cancelled)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A participant of a meeting another worker coordinates.
+  absl::StatusOr<Literal> MeetAtPeer(const LaunchInfo& info,
+                                     const Arrival& arrival, int coordinator,
+                                     const Literal& contribution);
+  // The core's flight-recorder entry and waiting state; returns the entry's
+  // sequence number.
+  int64_t RecordArrival(CoreRecord& core, const Arrival& arrival,
+                        std::shared_ptr<Meeting> meeting)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordDeparture(CoreRecord& core, int64_t sequence, bool done)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fills `wait` (and the wait-for edges) for a core waiting in `meeting`.
+  void DescribeWait(const Meeting& meeting, tpu_emulator::CoreWait* wait) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  int HostOf(int core) const;
+  bool OnOtherWorker(int core) const;
   void EndLaunch(const Launch& launch);
   absl::Status LaunchBarrier(const LaunchInfo& info);
   CoreRecord* FindCore(int core) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -150,6 +224,8 @@ class CollectiveHub {
   absl::flat_hash_map<std::string, int64_t> launch_counts_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<Barrier>> barriers_
       ABSL_GUARDED_BY(mu_);
+  // Other workers' cores waiting in meetings this worker coordinates.
+  absl::flat_hash_map<int, RemoteWaiter> remote_waiters_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread reporter_;
 };

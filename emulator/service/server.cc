@@ -1,7 +1,5 @@
 #include "emulator/service/server.h"
 
-#include "emulator/service/control_service.h"
-
 #include <climits>
 #include <utility>
 
@@ -9,6 +7,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "emulator/service/control_service.h"
+#include "emulator/service/grpc_peer_link.h"
+#include "emulator/service/peer_service.h"
 #include "emulator/service/service.h"
 #include "emulator/service/unix_socket.h"
 #include "grpcpp/grpcpp.h"
@@ -40,8 +41,22 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     absl::Status usable = CheckUnixSocketPath(options.unix_socket);
     if (!usable.ok()) return usable;
   }
+  WorkerOptions worker_options = options.worker;
+  if (!options.pod_addresses.empty()) {
+    if (static_cast<int>(options.pod_addresses.size()) !=
+        options.worker.pod_hosts) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--pod_addresses lists ", options.pod_addresses.size(),
+          " workers but --pod_hosts=", options.worker.pod_hosts,
+          ": list host:port of every host of the slice, in host id order"));
+    }
+    absl::StatusOr<std::shared_ptr<GrpcPeerLink>> peers =
+        GrpcPeerLink::Create(options.pod_addresses, options.worker.host_id);
+    if (!peers.ok()) return peers.status();
+    worker_options.peers = *std::move(peers);
+  }
   absl::StatusOr<std::unique_ptr<Worker>> worker =
-      Worker::Create(options.worker);
+      Worker::Create(worker_options);
   if (!worker.ok()) return worker.status();
 
   std::unique_ptr<Server> server(new Server());
@@ -50,6 +65,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   server->service_ =
       std::make_unique<CloudTpuDriverService>(server->worker_.get());
   server->control_ = std::make_unique<ControlService>(server->worker_.get());
+  server->peer_ = std::make_unique<PeerService>(
+      &server->worker_->collective_hub(), options.worker.host_id);
 
   grpc::ServerBuilder builder;
   const std::string address = JoinHostPort(options.bind, options.port);
@@ -64,6 +81,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   }
   builder.RegisterService(server->service_.get());
   builder.RegisterService(server->control_.get());
+  builder.RegisterService(server->peer_.get());
   builder.SetMaxReceiveMessageSize(INT_MAX);
   builder.SetMaxSendMessageSize(INT_MAX);
   builder.AddChannelArgument(
@@ -108,6 +126,7 @@ Server::~Server() {
   server_.reset();
   service_.reset();
   control_.reset();
+  peer_.reset();
   worker_.reset();
 }
 

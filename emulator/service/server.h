@@ -23,6 +23,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -39,6 +40,7 @@ namespace tpu::emulator {
 
 class CloudTpuDriverService;
 class ControlService;
+class PeerService;
 
 struct ServerOptions {
   // Address to listen on: an IPv4/IPv6 literal or a host name.
@@ -52,6 +54,10 @@ struct ServerOptions {
   // If set, also listen on this Unix domain socket (plaintext; the same
   // protocol; clients dial grpc://unix:PATH). See unix_socket.h.
   std::string unix_socket;
+  // Pod-slice mode: "host:port" of every host of the slice, indexed by host
+  // id (this worker's own entry included), for collectives across workers.
+  // Empty: collectives stay within this worker.
+  std::vector<std::string> pod_addresses;
   WorkerOptions worker;
 };
 
@@ -92,6 +98,7 @@ class Server {
   std::unique_ptr<Worker> worker_;
   std::unique_ptr<CloudTpuDriverService> service_;
   std::unique_ptr<ControlService> control_;
+  std::unique_ptr<PeerService> peer_;
   std::unique_ptr<grpc::Server> server_;
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;

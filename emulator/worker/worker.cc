@@ -83,8 +83,9 @@ class WorkerImpl : public Worker {
   std::unique_ptr<WorkerStream> OpenStream(
       ResponseCallback on_response) override;
   tpu_emulator::WaitReport WaitReport(int history) const override {
-    return hub_->Report(history);
+    return hub_->SliceReport(history);
   }
+  CollectiveHub& collective_hub() override { return *hub_; }
 
   std::shared_ptr<Session> FindSession(uint32_t client_id);
   void CloseClient(uint32_t client_id, const absl::Status& reason);
@@ -147,6 +148,7 @@ WorkerImpl::WorkerImpl(const WorkerOptions& options, Topology topology)
   hub_options.host_id = options.host_id;
   hub_options.report_waits_after = options.report_waits_after;
   hub_options.launch_barrier = options.launch_barrier;
+  hub_options.peers = options.peers;
   hub_options.queued = [this](int core) {
     const int local = context_.topology.LocalIndex(core);
     if (local < 0 || local >= static_cast<int>(context_.cores.size())) return 0;

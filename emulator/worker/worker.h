@@ -23,8 +23,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "emulator/worker/transfer_data.h"
 #include "absl/time/time.h"
+#include "emulator/collectives/collective_hub.h"
+#include "emulator/collectives/peer_link.h"
+#include "emulator/worker/transfer_data.h"
 #include "proto/control.pb.h"
 #include "proto/tpu_driver.pb.h"
 #include "proto/tpu_service.pb.h"
@@ -62,6 +64,10 @@ struct WorkerOptions {
   // the same program for the same launch, failing all of them with
   // FAILED_PRECONDITION otherwise (TPU's enhanced launch barrier).
   bool launch_barrier = false;
+  // Pod-slice mode: how to reach the other hosts of the slice, so that
+  // collectives whose groups span workers meet (emulator/service builds it
+  // from --pod_addresses). Null: groups stay within this worker.
+  std::shared_ptr<PeerLink> peers;
 };
 
 // One StreamExecute call. Requests go in through Submit; responses come out
@@ -121,8 +127,12 @@ class Worker {
       ResponseCallback on_response) = 0;
 
   // Who runs and waits for whom, now, with up to `history` of each core's
-  // most recent collectives (the control service's GetWaitReport).
+  // most recent collectives (the control service's GetWaitReport); in a pod
+  // slice with peers, the whole slice.
   virtual tpu_emulator::WaitReport WaitReport(int history) const = 0;
+
+  // Where this worker's cores meet (the peer service joins it).
+  virtual CollectiveHub& collective_hub() = 0;
 };
 
 }  // namespace tpu::emulator

@@ -58,6 +58,10 @@ ABSL_FLAG(int64_t, hbm_bytes_per_core, int64_t{16} << 30,
 ABSL_FLAG(int, pod_hosts, 1,
           "Hosts in the pod slice this worker is part of (1: a lone worker).");
 ABSL_FLAG(int, host_id, 0, "This worker's host id within the pod slice.");
+ABSL_FLAG(std::vector<std::string>, pod_addresses, {},
+          "host:port of every host of the pod slice, in host id order (this "
+          "worker's own included): collectives whose groups span workers "
+          "meet through them. Empty: collectives stay within this worker.");
 ABSL_FLAG(bool, tpu_numerics, false,
           "Compute f32 matrix products with DEFAULT precision as a TPU does.");
 ABSL_FLAG(int, max_idle_time_seconds, 3600,
@@ -117,6 +121,7 @@ int main(int argc, char** argv) {
       "[--unix_socket=PATH] [--chips=4] "
       "[--cores_per_chip=2] "
       "[--hbm_bytes_per_core=N] [--pod_hosts=1] [--host_id=0] "
+      "[--pod_addresses=H0:P0,H1:P1,...] "
       "[--tpu_numerics=false] [--max_idle_time_seconds=3600] "
       "[--compute_threads=0] [--unknown_handle_wait_ms=5000] "
       "[--report_waits_after=10s] [--launch_barrier]");
@@ -147,6 +152,7 @@ int main(int argc, char** argv) {
   options.worker.hbm_bytes_per_core = absl::GetFlag(FLAGS_hbm_bytes_per_core);
   options.worker.pod_hosts = absl::GetFlag(FLAGS_pod_hosts);
   options.worker.host_id = absl::GetFlag(FLAGS_host_id);
+  options.pod_addresses = absl::GetFlag(FLAGS_pod_addresses);
   options.worker.tpu_numerics = absl::GetFlag(FLAGS_tpu_numerics);
   options.worker.max_idle_time_seconds =
       absl::GetFlag(FLAGS_max_idle_time_seconds);
