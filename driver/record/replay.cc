@@ -21,13 +21,87 @@ struct Created {
   std::shared_ptr<Event> event;
 };
 
+// A handle an entry names, and whether the entry frees or overwrites it.
+struct NamedHandle {
+  int64_t id;
+  bool replaces;
+};
+
+std::vector<NamedHandle> NamedHandles(const Entry& entry) {
+  std::vector<NamedHandle> named;
+  switch (entry.request_case()) {
+    case Entry::kAllocTuple:
+      for (int64_t child : entry.alloc_tuple().children()) {
+        named.push_back({child, false});
+      }
+      break;
+    case Entry::kDealloc:
+      named.push_back({entry.dealloc().handle(), true});
+      break;
+    case Entry::kTransferTo:
+      named.push_back({entry.transfer_to().target_handle(), true});
+      break;
+    case Entry::kTransferFrom:
+      named.push_back({entry.transfer_from().source_handle(), false});
+      break;
+    case Entry::kTransferFromTo:
+      named.push_back({entry.transfer_from_to().source_handle(), false});
+      named.push_back({entry.transfer_from_to().target_handle(), true});
+      break;
+    case Entry::kLoad:
+      named.push_back({entry.load().compiled_program_handle(), false});
+      break;
+    case Entry::kUnload:
+      named.push_back({entry.unload().loaded_program_handle(), true});
+      break;
+    case Entry::kExecute:
+      named.push_back({entry.execute().loaded_program_handle(), false});
+      for (int64_t input : entry.execute().input_handle()) {
+        named.push_back({input, false});
+      }
+      for (int64_t output : entry.execute().output_handle()) {
+        named.push_back({output, true});
+      }
+      break;
+    default:
+      break;
+  }
+  return named;
+}
+
 class Replayer {
  public:
-  explicit Replayer(TpuDriver& driver) : driver_(driver) {}
+  Replayer(TpuDriver& driver, absl::Duration gate_timeout)
+      : driver_(driver), gate_timeout_(gate_timeout) {}
 
   // Issues `entry`, whose transfer_from (if it is one) reads into `op`;
   // returns its event.
+  //
+  // A log does not say what the recorded client awaited before issuing an
+  // operation, only its wait_for ids. A client frees or overwrites a handle
+  // only once it saw the earlier operations on it complete, so such an
+  // operation is issued after every earlier operation naming that handle
+  // completed, with whatever status (as a wait_for would fail it when they
+  // failed, which the recording did not).
   std::shared_ptr<Event> Issue(const Entry& entry, ReplayedOperation& op) {
+    const std::vector<NamedHandle> named = NamedHandles(entry);
+    for (const NamedHandle& handle : named) {
+      if (!handle.replaces) continue;
+      auto it = uses_.find(handle.id);
+      if (it == uses_.end()) continue;
+      for (const std::shared_ptr<Event>& use : it->second) {
+        (void)use->AwaitWithTimeout(gate_timeout_);
+      }
+      it->second.clear();
+    }
+    std::shared_ptr<Event> event = IssueNow(entry, op);
+    for (const NamedHandle& handle : named) uses_[handle.id].push_back(event);
+    uses_[entry.operation_id()].push_back(event);  // what it created, if any
+    return event;
+  }
+
+ private:
+  std::shared_ptr<Event> IssueNow(const Entry& entry, ReplayedOperation& op) {
     const int64_t id = entry.operation_id();
     if (created_.contains(id)) {
       return Fail(absl::InvalidArgumentError(absl::StrCat(
@@ -173,7 +247,6 @@ class Replayer {
                "one from a newer protocol)"));
   }
 
- private:
   static std::shared_ptr<Event> Fail(absl::Status status) {
     return CompletionEvent::Done(std::move(status));
   }
@@ -189,7 +262,11 @@ class Replayer {
   }
 
   TpuDriver& driver_;
+  const absl::Duration gate_timeout_;
   absl::flat_hash_map<int64_t, Created> created_;
+  // Events of the operations that named each handle since it was last
+  // freed or overwritten.
+  absl::flat_hash_map<int64_t, std::vector<std::shared_ptr<Event>>> uses_;
 };
 
 absl::Status AwaitBounded(Event& event, absl::Duration timeout) {
@@ -244,7 +321,7 @@ ReplayReport Replay(TpuDriver& driver, const RecordedEntries& entries,
   // Sized up front: a transfer_from writes into its operation's string.
   report.operations.resize(entries.size());
   std::vector<std::shared_ptr<Event>> events;
-  Replayer replayer(driver);
+  Replayer replayer(driver, options.operation_timeout);
   for (size_t i = 0; i < entries.size(); ++i) {
     ReplayedOperation& op = report.operations[i];
     op.index = static_cast<int>(i);

@@ -1,7 +1,5 @@
 #include "emulator/service/server.h"
 
-#include "emulator/service/control_service.h"
-
 #include <climits>
 #include <utility>
 
@@ -9,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "emulator/service/control_service.h"
 #include "emulator/service/service.h"
 #include "emulator/service/unix_socket.h"
 #include "grpcpp/grpcpp.h"
@@ -40,6 +39,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     absl::Status usable = CheckUnixSocketPath(options.unix_socket);
     if (!usable.ok()) return usable;
   }
+  std::shared_ptr<RecordDirectory> record_dir;
+  if (!options.record_dir.empty()) {
+    absl::StatusOr<std::shared_ptr<RecordDirectory>> opened =
+        RecordDirectory::Open(options.record_dir);
+    if (!opened.ok()) return opened.status();
+    record_dir = *std::move(opened);
+  }
   absl::StatusOr<std::unique_ptr<Worker>> worker =
       Worker::Create(options.worker);
   if (!worker.ok()) return worker.status();
@@ -47,8 +53,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   std::unique_ptr<Server> server(new Server());
   server->bind_ = options.bind;
   server->worker_ = *std::move(worker);
-  server->service_ =
-      std::make_unique<CloudTpuDriverService>(server->worker_.get());
+  server->service_ = std::make_unique<CloudTpuDriverService>(
+      server->worker_.get(), std::move(record_dir));
   server->control_ = std::make_unique<ControlService>(server->worker_.get());
 
   grpc::ServerBuilder builder;
