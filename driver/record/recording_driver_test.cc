@@ -15,6 +15,7 @@
 #include "driver/record/replay.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "hlo/text/hlo_parser.h"
 #include "proto/recording.h"
 
 namespace tpu::driver {
@@ -100,6 +101,55 @@ TEST(RecordingDriverTest, WritesTheReferenceEntriesAndTheResults) {
   ReplayReport report = Replay(**target, *entries, ReplayOptions());
   EXPECT_EQ(report.failed, 0);
   EXPECT_EQ(FirstDifference(report, *results), std::nullopt);
+}
+
+// A log as TpuClient writes it: no wait_for between the execute, the read of
+// its output and the frees; the client awaited on the host instead. Replay
+// must still read the program's result, and free nothing under it.
+TEST(RecordingDriverTest, ReplayOrdersReadsAndFreesAfterEarlierUses) {
+  auto module = hlo::ParseHloModule(R"(
+HloModule negate
+ENTRY main {
+  x = f32[2] parameter(0)
+  ROOT y = f32[2] negate(x)
+}
+)");
+  ASSERT_TRUE(module.ok()) << module.status();
+  RecordedEntries log(9);
+  log[0]
+      .mutable_compile()
+      ->mutable_hlo_program()
+      ->mutable_hlo_module()
+      ->CopyFrom(*module);
+  for (int i : {1, 2}) {
+    log[i].mutable_alloc()->set_core_id(0);
+    log[i].mutable_alloc()->set_region(tpu_driver::HBM);
+    *log[i].mutable_alloc()->mutable_shape() = F32Vector(2);
+  }
+  const float in[2] = {1.5f, -2.0f};
+  log[3].mutable_transfer_to()->set_target_handle(2);
+  log[3].mutable_transfer_to()->set_data(
+      std::string(reinterpret_cast<const char*>(in), sizeof(in)));
+  log[4].mutable_load()->set_core_id(0);
+  log[4].mutable_load()->set_compiled_program_handle(1);
+  log[5].mutable_execute()->set_loaded_program_handle(5);
+  log[5].mutable_execute()->add_input_handle(2);
+  log[5].mutable_execute()->add_output_handle(3);
+  log[6].mutable_transfer_from()->set_source_handle(3);
+  log[7].mutable_dealloc()->set_handle(2);
+  log[8].mutable_dealloc()->set_handle(3);
+  for (int i = 0; i < 9; ++i) log[i].set_operation_id(i + 1);
+  auto target = DriverRegistry::Open("local://");
+  ASSERT_TRUE(target.ok()) << target.status();
+  ReplayReport report = Replay(**target, log, ReplayOptions());
+  EXPECT_EQ(report.failed, 0);
+  for (const auto& op : report.operations) {
+    EXPECT_TRUE(op.status.ok()) << DescribeOperation(op) << ": " << op.status;
+  }
+  const float negated[2] = {-1.5f, 2.0f};
+  ASSERT_TRUE(report.operations[6].transfer_from_data.has_value());
+  EXPECT_EQ(*report.operations[6].transfer_from_data,
+            std::string(reinterpret_cast<const char*>(negated), 8));
 }
 
 TEST(RecordingDriverTest, ReplayNamesWhatARecordingLacks) {

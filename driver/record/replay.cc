@@ -78,25 +78,29 @@ class Replayer {
   // returns its event.
   //
   // A log does not say what the recorded client awaited before issuing an
-  // operation, only its wait_for ids. A client frees or overwrites a handle
-  // only once it saw the earlier operations on it complete, so such an
-  // operation is issued after every earlier operation naming that handle
-  // completed, with whatever status (as a wait_for would fail it when they
-  // failed, which the recording did not).
+  // operation, only its wait_for ids; a client reads a buffer only once it
+  // saw the operations that wrote it complete, and frees or overwrites a
+  // handle only once it saw every earlier operation on it complete. So an
+  // operation is issued after those completed, with whatever status (a
+  // wait_for would fail it when they failed, which the recording did not).
   std::shared_ptr<Event> Issue(const Entry& entry, ReplayedOperation& op) {
     const std::vector<NamedHandle> named = NamedHandles(entry);
     for (const NamedHandle& handle : named) {
-      if (!handle.replaces) continue;
-      auto it = uses_.find(handle.id);
-      if (it == uses_.end()) continue;
-      for (const std::shared_ptr<Event>& use : it->second) {
-        (void)use->AwaitWithTimeout(gate_timeout_);
+      History& history = histories_[handle.id];
+      AwaitAll(handle.replaces ? history.uses : history.writes);
+      if (handle.replaces) {
+        history.uses.clear();
+        history.writes.clear();
       }
-      it->second.clear();
     }
     std::shared_ptr<Event> event = IssueNow(entry, op);
-    for (const NamedHandle& handle : named) uses_[handle.id].push_back(event);
-    uses_[entry.operation_id()].push_back(event);  // what it created, if any
+    for (const NamedHandle& handle : named) {
+      History& history = histories_[handle.id];
+      history.uses.push_back(event);
+      if (handle.replaces) history.writes.push_back(event);
+    }
+    // What it created, if anything: freeing it waits for the creation.
+    histories_[entry.operation_id()].uses.push_back(event);
     return event;
   }
 
@@ -247,6 +251,14 @@ class Replayer {
                "one from a newer protocol)"));
   }
 
+  // Past the timeout the operation is issued anyway: it then shows what the
+  // target does with it, and the stuck one is reported DEADLINE_EXCEEDED.
+  void AwaitAll(const std::vector<std::shared_ptr<Event>>& events) {
+    for (const std::shared_ptr<Event>& event : events) {
+      (void)event->AwaitWithTimeout(gate_timeout_);
+    }
+  }
+
   static std::shared_ptr<Event> Fail(absl::Status status) {
     return CompletionEvent::Done(std::move(status));
   }
@@ -264,9 +276,13 @@ class Replayer {
   TpuDriver& driver_;
   const absl::Duration gate_timeout_;
   absl::flat_hash_map<int64_t, Created> created_;
-  // Events of the operations that named each handle since it was last
-  // freed or overwritten.
-  absl::flat_hash_map<int64_t, std::vector<std::shared_ptr<Event>>> uses_;
+  // Per handle, since it was last freed or overwritten: the events of the
+  // operations that named it, and of those that wrote it.
+  struct History {
+    std::vector<std::shared_ptr<Event>> uses;
+    std::vector<std::shared_ptr<Event>> writes;
+  };
+  absl::flat_hash_map<int64_t, History> histories_;
 };
 
 absl::Status AwaitBounded(Event& event, absl::Duration timeout) {

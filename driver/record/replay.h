@@ -7,12 +7,13 @@
 // recording's results side file when there is one. tools/tpu_replay is the
 // command line over this.
 //
-// A log holds wait_for ids but not what the client awaited on the host. So
-// that a buffer is not freed under a program that still reads it, an
-// operation that frees or overwrites a handle (dealloc, unload, transfer_to,
-// the target of transfer_from_to, an execute's outputs) is issued only once
-// every earlier operation naming that handle completed, as the recording
-// client must have seen them complete.
+// A log holds wait_for ids but not what the client awaited on the host
+// (TpuClient, for one, awaits an execute before reading its output). So an
+// operation that reads a handle is issued once the earlier operations that
+// wrote it completed, and one that frees or overwrites a handle (dealloc,
+// unload, transfer_to, the target of transfer_from_to, an execute's
+// outputs) once every earlier operation naming it completed: what the
+// recording client must have seen complete before issuing it.
 //
 // Thread safety: the functions are reentrant; a driver is used by one
 // replay at a time.

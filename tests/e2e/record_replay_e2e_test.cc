@@ -229,6 +229,50 @@ TEST_F(RecordReplayE2ETest, RecordDirCapturesAnUnmodifiedClient) {
   EXPECT_THAT(run.out, HasSubstr("every result matches the recording"));
 }
 
+// The README's commands: tpu_run (TpuClient) records through record://,
+// and the recording replays identically.
+TEST_F(RecordReplayE2ETest, TpuRunRecordsThroughTheRecordScheme) {
+  auto worker = StartWorker("recorded");
+  ASSERT_NE(worker, nullptr);
+  const std::string module = Dir() + "/twice.hlo";
+  {
+    std::ofstream out(module);
+    out << e2e::kTwiceXPlusOne;
+  }
+  const std::string log = Dir() + "/tpu_run.log";
+  auto run =
+      tools::RunCommand({tools::RunfilePath("tools/tpu_run/tpu_run"),
+                         absl::StrCat("--target=record://|file=", log,
+                                      "|worker=grpc://", worker->address()),
+                         absl::StrCat("--module=", module), "--random_inputs"},
+                        absl::Seconds(120));
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->exit_code, 0) << run->out << run->err;
+  auto fresh = StartWorker("fresh");
+  ASSERT_NE(fresh, nullptr);
+  tools::CommandResult replay =
+      Replay(log, absl::StrCat("grpc://", fresh->address()));
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  EXPECT_THAT(replay.out, HasSubstr(": 0 failed\n"));
+  EXPECT_THAT(replay.out, HasSubstr("every result matches the recording"));
+}
+
+TEST_F(RecordReplayE2ETest, WorkerRefusesARecordDirThatIsNotThere) {
+  const std::string missing = Dir() + "/no_such_dir";
+  auto run =
+      tools::RunCommand({tools::RunfilePath("tools/tpu_emulator/tpu_emulator"),
+                         "--port=0", "--record_dir=" + missing},
+                        absl::Seconds(60));
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->exit_code, 2);
+  EXPECT_EQ(
+      run->err,
+      absl::StrCat("tpu_emulator: INVALID_ARGUMENT: --record_dir=", missing,
+                   " is not a writable directory; create it first "
+                   "(mkdir -p ",
+                   missing, ").\n"));
+}
+
 TEST_F(RecordReplayE2ETest, DamagedLogIsNamedWithItsOffset) {
   const std::string log = RecordSession();
   ASSERT_FALSE(log.empty());
