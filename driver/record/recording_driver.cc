@@ -16,13 +16,22 @@ namespace tpu::driver {
 // driver's event did and the result is recorded.
 class RecordedEvent : public CompletionEvent {
  public:
+  // Carries the wrapped event's wire id, if it has one, so that what names
+  // operations by their wire id still can.
   RecordedEvent(int64_t id, std::shared_ptr<Event> inner)
-      : CompletionEvent(EventId{}, 0), id_(id), inner_(std::move(inner)) {}
+      : CompletionEvent(WireId(inner.get()), 0),
+        id_(id),
+        inner_(std::move(inner)) {}
   int64_t recording_id() const { return id_; }
   // The wrapped driver's event, which is what that driver waits for.
   Event* inner() const { return inner_.get(); }
 
  private:
+  static EventId WireId(Event* inner) {
+    auto* completion = dynamic_cast<CompletionEvent*>(inner);
+    return completion != nullptr ? completion->id() : EventId{};
+  }
+
   const int64_t id_;
   const std::shared_ptr<Event> inner_;
 };
@@ -291,7 +300,9 @@ std::shared_ptr<Event> RecordingDriver::Deallocate(
 std::shared_ptr<Event> RecordingDriver::TransferToDevice(
     const void* src, BufferHandle* dst, absl::Span<Event* const> wait_for) {
   auto [inner_dst, dst_id] = Unwrap<RecordedBuffer>(dst);
-  const int64_t size = inner_dst->size_in_bytes();
+  // Null arguments are the wrapped driver's to reject; recorded without data.
+  const int64_t size =
+      inner_dst != nullptr && src != nullptr ? inner_dst->size_in_bytes() : 0;
   Entry entry;
   entry.mutable_transfer_to()->set_target_handle(dst_id);
   if (size > 0) {
@@ -313,7 +324,10 @@ std::shared_ptr<Event> RecordingDriver::TransferToDevice(
 std::shared_ptr<Event> RecordingDriver::TransferFromDevice(
     const BufferHandle* src, void* dst, absl::Span<Event* const> wait_for) {
   auto [inner_src, src_id] = Unwrap<RecordedBuffer>(src);
-  const int64_t size = const_cast<BufferHandle*>(inner_src)->size_in_bytes();
+  const int64_t size =
+      inner_src != nullptr
+          ? const_cast<BufferHandle*>(inner_src)->size_in_bytes()
+          : 0;
   std::shared_ptr<Event> inner;
   int64_t id;
   {
