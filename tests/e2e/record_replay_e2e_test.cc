@@ -4,6 +4,7 @@
 // first differing operation; --record_dir captures an unmodified client's
 // session; a damaged log is named with its offset.
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -209,24 +210,69 @@ TEST_F(RecordReplayE2ETest, RecordDirCapturesAnUnmodifiedClient) {
   {
     auto recording = StartWorker("recording", {"--record_dir=" + dir});
     ASSERT_NE(recording, nullptr);
-    std::vector<float> result =
-        RunSession(absl::StrCat("grpc://", recording->address()));
-    EXPECT_EQ(result, (std::vector<float>{3, 5, 7, 9}));
+    for (int session = 0; session < 2; ++session) {
+      std::vector<float> result =
+          RunSession(absl::StrCat("grpc://", recording->address()));
+      EXPECT_EQ(result, (std::vector<float>{3, 5, 7, 9}));
+    }
   }
   std::vector<std::string> logs;
   for (const auto& file : fs::directory_iterator(dir)) {
     if (file.path().extension() == ".log") logs.push_back(file.path());
   }
-  ASSERT_EQ(logs.size(), 1u);
+  std::sort(logs.begin(), logs.end());
+  ASSERT_EQ(logs.size(), 2u);  // one per client session
   EXPECT_THAT(logs[0], HasSubstr("_session1.log"));
-  ASSERT_TRUE(fs::exists(absl::StrCat(logs[0], kResultsSuffix)));
+  EXPECT_THAT(logs[1], HasSubstr("_session2.log"));
   auto fresh = StartWorker("fresh");
   ASSERT_NE(fresh, nullptr);
+  for (const std::string& log : logs) {
+    ASSERT_TRUE(fs::exists(absl::StrCat(log, kResultsSuffix)));
+    tools::CommandResult run =
+        Replay(log, absl::StrCat("grpc://", fresh->address()));
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+    EXPECT_THAT(run.out, HasSubstr("replayed 10 of 10 operations"));
+    EXPECT_THAT(run.out, HasSubstr("every result matches the recording"));
+  }
+}
+
+// A recorded failure is part of the expected behaviour: the same failure on
+// replay matches, and its absence is a difference.
+TEST_F(RecordReplayE2ETest, RecordedFailuresAreComparedToo) {
+  const std::string log = Dir() + "/failing.log";
+  {
+    auto small = StartWorker("small", {"--hbm_bytes_per_core=8"});
+    ASSERT_NE(small, nullptr);
+    auto opened = driver::DriverRegistry::Open(absl::StrCat(
+        "record://|file=", log, "|worker=grpc://", small->address()));
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    auto too_big = (*opened)->Allocate(0, tpu_driver::HBM, 16, {});
+    EXPECT_EQ(too_big->OnReady()->Await().code(),
+              absl::StatusCode::kResourceExhausted);
+    auto fits = (*opened)->Allocate(0, tpu_driver::HBM, 4, {});
+    EXPECT_TRUE(fits->OnReady()->Await().ok());
+    EXPECT_TRUE((*opened)->Deallocate(std::move(fits), {})->Await().ok());
+  }
+  auto same = StartWorker("same", {"--hbm_bytes_per_core=8"});
+  ASSERT_NE(same, nullptr);
   tools::CommandResult run =
-      Replay(logs[0], absl::StrCat("grpc://", fresh->address()));
+      Replay(log, absl::StrCat("grpc://", same->address()));
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
-  EXPECT_THAT(run.out, HasSubstr("replayed 10 of 10 operations"));
+  EXPECT_THAT(run.out, HasSubstr("operation #0 (id 1, alloc) failed: "
+                                 "RESOURCE_EXHAUSTED: "));
+  EXPECT_THAT(run.out, HasSubstr(": 1 failed\n"));
   EXPECT_THAT(run.out, HasSubstr("every result matches the recording"));
+
+  auto larger = StartWorker("larger");
+  ASSERT_NE(larger, nullptr);
+  tools::CommandResult fixed =
+      Replay(log, absl::StrCat("grpc://", larger->address()));
+  EXPECT_EQ(fixed.exit_code, 1) << fixed.out << fixed.err;
+  EXPECT_THAT(fixed.out,
+              HasSubstr("first difference from the recording: operation #0 "
+                        "(id 1, alloc): status differs: recorded "
+                        "RESOURCE_EXHAUSTED: "));
+  EXPECT_THAT(fixed.out, HasSubstr(", replayed OK\n"));
 }
 
 // The README's commands: tpu_run (TpuClient) records through record://,
