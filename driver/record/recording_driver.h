@@ -10,7 +10,9 @@
 // Ids in the log are local to the recording, counted from 1 in call order,
 // and an operation's entry is written when it is issued, so the log lists
 // every dependency before its dependents. An event returned by this driver
-// completes after its result is in the side file. QuerySystemInfo, Reset and
+// completes after its result is in the side file (written, and flushed, on
+// the wrapped driver's completion thread: recording costs a file write per
+// operation, and a copy of every transfer's bytes). QuerySystemInfo, Reset and
 // DescribeWaits pass through unrecorded, as in the reference.
 //
 // Handles and events of another driver are passed through unrecorded (the

@@ -1,5 +1,7 @@
 #include "emulator/service/server.h"
 
+#include "emulator/service/control_service.h"
+
 #include <climits>
 #include <utility>
 
@@ -7,7 +9,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "emulator/service/control_service.h"
 #include "emulator/service/service.h"
 #include "emulator/service/unix_socket.h"
 #include "grpcpp/grpcpp.h"
