@@ -18,12 +18,17 @@ int64_t Local(int64_t wire) {
   return static_cast<int64_t>(EventId::FromInt(wire).operation_id);
 }
 
-// `entry` with every id it carries made local to the recording.
-Entry LocalIds(const Entry& entry) {
+// `entry` of `client` with every id it carries made local to the
+// recording. A wait on another client's operation cannot be replayed by one
+// client, so it is left out.
+Entry LocalIds(const Entry& entry, uint32_t client) {
   Entry local = entry;
   local.set_operation_id(Local(entry.operation_id()));
-  for (int i = 0; i < local.wait_for_id_size(); ++i) {
-    local.set_wait_for_id(i, Local(local.wait_for_id(i)));
+  local.clear_wait_for_id();
+  for (int64_t wait : entry.wait_for_id()) {
+    if (EventId::FromInt(wait).client_id == client) {
+      local.add_wait_for_id(Local(wait));
+    }
   }
   switch (local.request_case()) {
     case Entry::kAllocTuple: {
@@ -127,7 +132,7 @@ void SessionRecorder::OnRequest(const tpu_driver::StreamRequest& request,
   for (int i = 0; i < request.entry_size(); ++i) {
     const Entry& entry = request.entry(i);
     if (!ReadyFor(EventId::FromInt(entry.operation_id()).client_id)) continue;
-    Entry local = LocalIds(entry);
+    Entry local = LocalIds(entry, client_);
     const std::shared_ptr<AlignedBuffer>& payload = PayloadOf(transfer_data, i);
     if (payload != nullptr && local.has_transfer_to()) {
       local.mutable_transfer_to()->set_data(

@@ -10,7 +10,7 @@
 // its results side file beside it (.log.results). Ids are the client's own
 // operation ids with the client id stripped (`client << 44 | op` -> op), so
 // they are local to the recording; entries of other clients (which the
-// worker rejects) are left out. The file is created when the first entry
+// worker rejects) and waits on other clients' operations are left out. The file is created when the first entry
 // arrives.
 //
 // A recording that cannot be written is reported once on stderr and

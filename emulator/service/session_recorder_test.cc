@@ -48,6 +48,7 @@ TEST(SessionRecorderTest, WritesTheOwnersEntriesWithLocalIds) {
     auto* write = request.add_entry();
     write->mutable_transfer_to()->set_target_handle(Wire(3, 1));
     write->add_wait_for_id(Wire(3, 1));
+    write->add_wait_for_id(Wire(4, 1));  // another client's: left out
     write->set_operation_id(Wire(3, 2));
     auto* intruder = request.add_entry();  // another client's: left out
     intruder->mutable_dealloc()->set_handle(Wire(4, 1));
