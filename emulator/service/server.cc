@@ -55,6 +55,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
     if (!peers.ok()) return peers.status();
     worker_options.peers = *std::move(peers);
   }
+  std::shared_ptr<RecordDirectory> record_dir;
+  if (!options.record_dir.empty()) {
+    absl::StatusOr<std::shared_ptr<RecordDirectory>> opened =
+        RecordDirectory::Open(options.record_dir);
+    if (!opened.ok()) return opened.status();
+    record_dir = *std::move(opened);
+  }
   absl::StatusOr<std::unique_ptr<Worker>> worker =
       Worker::Create(worker_options);
   if (!worker.ok()) return worker.status();
@@ -62,8 +69,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   std::unique_ptr<Server> server(new Server());
   server->bind_ = options.bind;
   server->worker_ = *std::move(worker);
-  server->service_ =
-      std::make_unique<CloudTpuDriverService>(server->worker_.get());
+  server->service_ = std::make_unique<CloudTpuDriverService>(
+      server->worker_.get(), std::move(record_dir));
   server->control_ = std::make_unique<ControlService>(server->worker_.get());
   server->peer_ = std::make_unique<PeerService>(
       &server->worker_->collective_hub(), options.worker.host_id);

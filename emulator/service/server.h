@@ -58,6 +58,9 @@ struct ServerOptions {
   // id (this worker's own entry included), for collectives across workers.
   // Empty: collectives stay within this worker.
   std::vector<std::string> pod_addresses;
+  // If set, record every client's session in this existing directory
+  // (session_recorder.h).
+  std::string record_dir;
   WorkerOptions worker;
 };
 
@@ -67,7 +70,8 @@ class Server {
   // address, see TcpPortCredentials, and unusable socket paths, see
   // CheckUnixSocketPath), NOT_FOUND for a TLS file that is missing,
   // UNAVAILABLE if the address or socket cannot be listened on (e.g. the
-  // port is in use).
+  // port is in use); INVALID_ARGUMENT for a record_dir that is not a
+  // writable directory.
   static absl::StatusOr<std::unique_ptr<Server>> Start(
       const ServerOptions& options);
   // Shuts down (if not yet) and releases everything.

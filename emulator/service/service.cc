@@ -25,10 +25,16 @@ grpc::Status ToGrpc(const absl::Status& status) {
 class StreamReactor
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  explicit StreamReactor(Worker* worker) {
+  StreamReactor(Worker* worker, std::shared_ptr<RecordDirectory> record_dir) {
+    if (record_dir != nullptr) {
+      recorder_ = std::make_unique<SessionRecorder>(std::move(record_dir));
+    }
     stream_ =
         worker->OpenStream([this](const tpu_driver::StreamResponse& response,
                                   const TransferData& transfer_data) {
+          if (recorder_ != nullptr) {
+            recorder_->OnResponse(response, transfer_data);
+          }
           Enqueue(EncodeStreamResponse(response, transfer_data));
         });
     StartRead(&read_buffer_);
@@ -45,6 +51,8 @@ class StreamReactor
     TransferData transfer_data;
     if (DecodeStreamRequest(read_buffer_, &request, &transfer_data)) {
       read_buffer_.Clear();  // Everything needed was copied out of it.
+      // Recorded first: the worker may answer within Submit.
+      if (recorder_ != nullptr) recorder_->OnRequest(request, transfer_data);
       stream_->Submit(request, transfer_data);
     } else {
       tpu_driver::StreamResponse error;
@@ -161,6 +169,8 @@ class StreamReactor
     return std::make_unique<grpc::ByteBuffer>(slices.data(), slices.size());
   }
 
+  // Null unless --record_dir; outlives stream_, whose callbacks use it.
+  std::unique_ptr<SessionRecorder> recorder_;
   std::unique_ptr<WorkerStream> stream_;
   grpc::ByteBuffer read_buffer_;
 
@@ -219,7 +229,7 @@ grpc::ServerUnaryReactor* CloudTpuDriverService::QuerySystemInfo(
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 CloudTpuDriverService::StreamExecute(grpc::CallbackServerContext* context) {
-  return new StreamReactor(worker_);
+  return new StreamReactor(worker_, record_dir_);
 }
 
 }  // namespace tpu::emulator

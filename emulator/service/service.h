@@ -15,6 +15,9 @@
 //
 // Thread safety: safe for concurrent use by gRPC.
 
+#include <memory>
+
+#include "emulator/service/session_recorder.h"
 #include "emulator/worker/worker.h"
 #include "proto/tpu_service.grpc.pb.h"
 
@@ -32,7 +35,11 @@ using CloudTpuDriverServiceBase =
 class CloudTpuDriverService : public CloudTpuDriverServiceBase {
  public:
   // `worker` is not owned and must outlive the gRPC server using this.
-  explicit CloudTpuDriverService(Worker* worker) : worker_(worker) {}
+  // With `record_dir`, every stream's session is recorded there
+  // (session_recorder.h).
+  explicit CloudTpuDriverService(
+      Worker* worker, std::shared_ptr<RecordDirectory> record_dir = nullptr)
+      : worker_(worker), record_dir_(std::move(record_dir)) {}
 
   grpc::ServerUnaryReactor* Open(grpc::CallbackServerContext* context,
                                  const tpu_driver::OpenRequest* request,
@@ -52,6 +59,7 @@ class CloudTpuDriverService : public CloudTpuDriverServiceBase {
 
  private:
   Worker* const worker_;
+  const std::shared_ptr<RecordDirectory> record_dir_;
 };
 
 }  // namespace tpu::emulator

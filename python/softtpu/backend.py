@@ -26,7 +26,9 @@ class TpuBackend:
                 "Failed to create TpuBackend. The `worker` parameter must not "
                 "be `None`. Use `local` to connect to a local TPU or "
                 "`grpc://host:port` to connect to a remote TPU.")
-        if worker == "local" or "local://" in worker:
+        # startswith: "record://|file=F|worker=local://" is not the cached
+        # local backend.
+        if worker == "local" or worker.startswith("local://"):
             if worker == "local":
                 worker = "local://"
             if force:

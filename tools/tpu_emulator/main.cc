@@ -8,7 +8,7 @@
 //                [--pod_hosts=1] [--host_id=0] [--tpu_numerics=false]
 //                [--max_idle_time_seconds=3600] [--compute_threads=0]
 //                [--unknown_handle_wait_ms=5000] [--report_waits_after=10s]
-//                [--launch_barrier]
+//                [--launch_barrier] [--record_dir=DIR]
 //
 // Prints "tpu_emulator listening on HOST:PORT" (plus " (TLS)" or " (mutual
 // TLS)", and " and unix:PATH" with --unix_socket) once it serves (and writes
@@ -77,6 +77,10 @@ ABSL_FLAG(bool, launch_barrier, false,
           "Check at launch that every core of a multi-core device assignment "
           "starts the same program for the same launch, and fail them all "
           "with FAILED_PRECONDITION otherwise (TPU's launch barrier).");
+ABSL_FLAG(std::string, record_dir, "",
+          "Record every client's session in this existing directory, one "
+          "file per session (client<C>_session<N>.log, with its .results), "
+          "for tpu_replay.");
 ABSL_FLAG(int64_t, unknown_handle_wait_ms, 5000,
           "Milliseconds an operation waits for a handle or event whose "
           "operation has not arrived yet, before failing NOT_FOUND.");
@@ -124,7 +128,7 @@ int main(int argc, char** argv) {
       "[--pod_addresses=H0:P0,H1:P1,...] "
       "[--tpu_numerics=false] [--max_idle_time_seconds=3600] "
       "[--compute_threads=0] [--unknown_handle_wait_ms=5000] "
-      "[--report_waits_after=10s] [--launch_barrier]");
+      "[--report_waits_after=10s] [--launch_barrier] [--record_dir=DIR]");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
     return Fail(
@@ -147,6 +151,7 @@ int main(int argc, char** argv) {
   options.tls.client_ca_path = absl::GetFlag(FLAGS_tls_client_ca);
   options.allow_insecure_remote = absl::GetFlag(FLAGS_allow_insecure_remote);
   options.unix_socket = absl::GetFlag(FLAGS_unix_socket);
+  options.record_dir = absl::GetFlag(FLAGS_record_dir);
   options.worker.chips = absl::GetFlag(FLAGS_chips);
   options.worker.cores_per_chip = absl::GetFlag(FLAGS_cores_per_chip);
   options.worker.hbm_bytes_per_core = absl::GetFlag(FLAGS_hbm_bytes_per_core);
