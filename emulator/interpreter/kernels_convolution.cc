@@ -690,7 +690,8 @@ absl::StatusOr<ConvPlan> BuildConvPlan(const HloInstruction& instruction,
       return Malformed(
           "convolution of complex operands needs a complex result");
     }
-    if (IsFloatingPoint(t) && !IsFloatingPoint(rt) && !IsComplex(rt)) {
+    if (IsFloatingPoint(t) && !IsFloatingPoint(rt) && !IsComplex(rt) &&
+        rt != xla::PRED) {
       return Malformed(
           absl::StrCat("convolution of ", PrimitiveTypeName(t),
                        " operands cannot produce an integer result (",

@@ -30,6 +30,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "emulator/collectives/collective_hub.h"
+#include "emulator/interpreter/collectives.h"
 #include "emulator/interpreter/executable.h"
 #include "gtest/gtest.h"
 #include "hlo/literal.h"
@@ -41,6 +43,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using emulator::interpreter::CompileOptions;
+using emulator::interpreter::DeviceAssignment;
 using emulator::interpreter::Executable;
 using emulator::interpreter::ExecutionContext;
 
@@ -142,25 +145,97 @@ std::map<std::string, ExpectedFailure> LoadExpectedFailures() {
   return list;
 }
 
-// The module header's replica_count (the parser drops it; 1 without it).
-int ReplicaCount(const std::string& text) {
+// The integer after `key=` in the module's header line, or 0.
+int HeaderValue(const std::string& text, absl::string_view key) {
   const size_t header = text.find("HloModule");
-  if (header == std::string::npos) return 1;
+  if (header == std::string::npos) return 0;
   const std::string line =
       text.substr(header, text.find('\n', header) - header);
-  const size_t at = line.find("replica_count=");
-  int count = 1;
-  if (at != std::string::npos) {
-    const std::string digits = line.substr(at + 14);
-    size_t end = 0;
-    while (end < digits.size() && absl::ascii_isdigit(digits[end])) ++end;
-    if (!absl::SimpleAtoi(digits.substr(0, end), &count)) count = 1;
-  }
-  return std::max(count, 1);
+  const size_t at = line.find(absl::StrCat(key, "="));
+  if (at == std::string::npos) return 0;
+  const std::string digits = line.substr(at + key.size() + 1);
+  size_t end = 0;
+  while (end < digits.size() && absl::ascii_isdigit(digits[end])) ++end;
+  int value = 0;
+  return absl::SimpleAtoi(digits.substr(0, end), &value) ? value : 0;
 }
 
-// Parse, compile and run every replica (concurrently, one thread each, so
-// that replicas can meet in collectives), stopping them after kTimeLimit.
+// The largest id inside `attribute={...}` anywhere in the text, or -1. The
+// test modules XLA's own tests run name their participants this way
+// (replica_groups={{0,1},{2,3}}, source_target_pairs={{0,1},{1,0}}) and
+// the tests that own them choose the replica count to match.
+int LargestIdIn(const std::string& text, absl::string_view attribute) {
+  int largest = -1;
+  const std::string key = absl::StrCat(attribute, "={");
+  for (size_t at = text.find(key); at != std::string::npos;
+       at = text.find(key, at + 1)) {
+    int depth = 0, value = -1;
+    for (size_t i = at + key.size() - 1; i < text.size(); ++i) {
+      const char c = text[i];
+      if (c == '{') ++depth;
+      if (c == '}' && --depth == 0) break;
+      if (absl::ascii_isdigit(c)) {
+        value = (value < 0 ? 0 : value * 10) + (c - '0');
+      } else {
+        largest = std::max(largest, value);
+        value = -1;
+      }
+    }
+  }
+  return largest;
+}
+
+// The largest participant of iota groups `attribute=[g,n]<=[d...]...`
+// anywhere in the text (the product of the reshape dims, minus one), or -1.
+int LargestIotaIdIn(const std::string& text, absl::string_view attribute) {
+  int largest = -1;
+  const std::string key = absl::StrCat(attribute, "=[");
+  for (size_t at = text.find(key); at != std::string::npos;
+       at = text.find(key, at + 1)) {
+    const size_t arrow = text.find("<=[", at);
+    const size_t close = text.find(']', arrow);
+    if (arrow == std::string::npos || close == std::string::npos ||
+        text.find('\n', at) < arrow) {
+      continue;
+    }
+    int64_t product = 1;
+    for (absl::string_view dim : absl::StrSplit(
+             absl::string_view(text).substr(arrow + 3, close - arrow - 3),
+             ',')) {
+      int64_t value = 0;
+      if (!absl::SimpleAtoi(dim, &value) || value <= 0) product = 0;
+      product *= value;
+    }
+    if (product > 0 && product <= 1024) {
+      largest = std::max(largest, static_cast<int>(product) - 1);
+    }
+  }
+  return largest;
+}
+
+// Replicas and partitions a module runs with: the header's replica_count
+// and num_partitions when it has them; otherwise as many replicas as its
+// collectives name participants, explicitly or as iota groups.
+struct Launches {
+  int replicas = 1;
+  int partitions = 1;
+};
+Launches LaunchesFor(const std::string& text) {
+  Launches launches;
+  launches.replicas = std::max(HeaderValue(text, "replica_count"), 1);
+  launches.partitions = std::max(HeaderValue(text, "num_partitions"), 1);
+  if (HeaderValue(text, "replica_count") == 0 && launches.partitions == 1) {
+    const int named = std::max({LargestIdIn(text, "replica_groups"),
+                                LargestIotaIdIn(text, "replica_groups"),
+                                LargestIdIn(text, "source_target_pairs")});
+    launches.replicas = std::max(launches.replicas, named + 1);
+  }
+  return launches;
+}
+
+// Parse, compile and run every replica and partition (concurrently, one
+// thread each on a core of its own, meeting at a CollectiveHub as on a
+// worker), stopping them after kTimeLimit.
 absl::Status RunModule(const Module& module) {
   std::ifstream in(module.path, std::ios::binary);
   std::stringstream buffer;
@@ -171,8 +246,9 @@ absl::Status RunModule(const Module& module) {
     return absl::Status(proto.status().code(),
                         absl::StrCat("parse: ", proto.status().message()));
   }
+  const Launches launches = LaunchesFor(text);
   CompileOptions options;
-  options.num_replicas = ReplicaCount(text);
+  options.num_replicas = launches.replicas;
   absl::StatusOr<std::unique_ptr<Executable>> exe =
       Executable::Compile(*proto, options);
   if (!exe.ok()) {
@@ -180,32 +256,60 @@ absl::Status RunModule(const Module& module) {
                         absl::StrCat("compile: ", exe.status().message()));
   }
   const xla::ProgramShapeProto& program = (*exe)->program_shape();
-  std::vector<absl::Status> results(options.num_replicas);
+  const int cores = launches.replicas * launches.partitions;
+  emulator::CollectiveHubOptions hub_options;
+  for (int c = 0; c < cores; ++c) hub_options.cores.push_back(c);
+  hub_options.report_waits_after = absl::ZeroDuration();
+  emulator::CollectiveHub hub(hub_options);
+  DeviceAssignment assignment;
+  assignment.num_replicas = launches.replicas;
+  assignment.num_partitions = launches.partitions;
+  for (int c = 0; c < cores; ++c) assignment.devices.push_back(c);
+
+  std::vector<absl::Status> results(cores);
   std::atomic<bool> cancelled{false};
   std::mutex mu;
   std::condition_variable done_cv;
-  int running = options.num_replicas;
+  int running = cores;
   std::vector<std::thread> threads;
-  for (int r = 0; r < options.num_replicas; ++r) {
-    threads.emplace_back([&, r] {
+  for (int core = 0; core < cores; ++core) {
+    threads.emplace_back([&, core] {
       std::vector<Literal> args;
       absl::Status status;
       for (int i = 0; i < program.parameters_size() && status.ok(); ++i) {
         absl::StatusOr<Shape> shape = Shape::FromProto(program.parameters(i));
         absl::StatusOr<Literal> arg =
-            shape.ok() ? RandomLiteral(*shape, uint64_t{1000003} * r + i)
+            shape.ok() ? RandomLiteral(*shape, uint64_t{1000003} * core + i)
                        : absl::StatusOr<Literal>(shape.status());
         if (!arg.ok()) status = arg.status();
         if (arg.ok()) args.push_back(*std::move(arg));
       }
+      std::unique_ptr<emulator::Launch> launch;
+      if (status.ok()) {
+        emulator::LaunchInfo info;
+        info.core = core;
+        info.client_id = 1;
+        info.program = module.file;
+        info.fingerprint = module.id();
+        info.assignment = assignment.devices;
+        info.cancelled = &cancelled;
+        absl::StatusOr<std::unique_ptr<emulator::Launch>> begun =
+            hub.BeginLaunch(info);
+        if (begun.ok()) launch = *std::move(begun);
+        status = begun.status();
+      }
       if (status.ok()) {
         ExecutionContext context;
-        context.replica_id = r;
+        context.replica_id = core / launches.partitions;
+        context.partition_id = core % launches.partitions;
+        context.assignment = &assignment;
+        context.collectives = launch.get();
         context.cancelled = &cancelled;
         status = (*exe)->Execute(std::move(args), context, nullptr).status();
       }
+      launch.reset();
       std::lock_guard<std::mutex> lock(mu);
-      results[r] = status;
+      results[core] = status;
       --running;
       done_cv.notify_all();
     });
@@ -214,18 +318,21 @@ absl::Status RunModule(const Module& module) {
     std::unique_lock<std::mutex> lock(mu);
     if (!done_cv.wait_for(lock, kTimeLimit, [&] { return running == 0; })) {
       cancelled = true;
+      hub.WakeWaiters();
     }
   }
   for (std::thread& t : threads) t.join();
-  for (int r = 0; r < options.num_replicas; ++r) {
-    if (!results[r].ok()) {
+  for (int core = 0; core < cores; ++core) {
+    if (!results[core].ok()) {
       if (cancelled) {
         return absl::DeadlineExceededError(absl::StrCat(
             "execute: still running after ", kTimeLimit.count(), " s"));
       }
       return absl::Status(
-          results[r].code(),
-          absl::StrCat("execute (replica ", r, "): ", results[r].message()));
+          results[core].code(),
+          absl::StrCat("execute (replica ", core / launches.partitions,
+                       " partition ", core % launches.partitions,
+                       "): ", results[core].message()));
     }
   }
   return absl::OkStatus();
