@@ -276,9 +276,9 @@ class Parser {
                                   int value_column, Action* action) {
     const bool wants_value = key.back() == '=';
     if (!wants_value && has_value) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("column ", value_column - 1, ": the action ",
-                       absl::StripSuffix(key, "="), " takes no value"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "column ", value_column - static_cast<int>(key.size()),
+          ": the action ", absl::StripSuffix(key, "="), " takes no value"));
     }
     if (key == "delay" || key == "fail" || key == "hbm" || key == "slow") {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -336,9 +336,9 @@ class Parser {
                      "a factor of at least 1 after slow= (e.g. 4, 2.5)", value);
       }
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("column ", value_column - 1, ": the action ",
-                       absl::StripSuffix(key, "="), " takes no value"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "column ", value_column - static_cast<int>(key.size()),
+          ": the action ", absl::StripSuffix(key, "="), " takes no value"));
     }
     return absl::OkStatus();
   }
