@@ -23,8 +23,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "emulator/worker/transfer_data.h"
 #include "absl/time/time.h"
+#include "emulator/faults/fault_plan.h"
+#include "emulator/worker/transfer_data.h"
 #include "proto/control.pb.h"
 #include "proto/tpu_driver.pb.h"
 #include "proto/tpu_service.pb.h"
@@ -62,6 +63,9 @@ struct WorkerOptions {
   // the same program for the same launch, failing all of them with
   // FAILED_PRECONDITION otherwise (TPU's enhanced launch barrier).
   bool launch_barrier = false;
+  // Fault rules (emulator/faults/fault_plan.h) every operation consults as
+  // it starts. Null: the worker starts with an empty plan of its own.
+  std::shared_ptr<faults::FaultPlan> fault_plan;
 };
 
 // One StreamExecute call. Requests go in through Submit; responses come out
@@ -91,6 +95,13 @@ class WorkerStream {
 
   // The transport broke: the client is gone. Its state is released.
   virtual void Abort() = 0;
+
+  // How the transport ends this stream abruptly when a fault rule's
+  // drop_stream says so (the worker has then released the stream's client).
+  // Runs at most once, on a worker thread. Unset: the stream only stops
+  // delivering.
+  virtual void SetDropHandler(
+      std::function<void(const absl::Status&)> handler) {}
 };
 
 class Worker {
@@ -123,6 +134,10 @@ class Worker {
   // Who runs and waits for whom, now, with up to `history` of each core's
   // most recent collectives (the control service's GetWaitReport).
   virtual tpu_emulator::WaitReport WaitReport(int history) const = 0;
+
+  // The fault rules this worker applies; rules added or cleared take effect
+  // for operations that start afterwards.
+  virtual faults::FaultPlan& fault_plan() const = 0;
 };
 
 }  // namespace tpu::emulator

@@ -1,0 +1,172 @@
+#include "emulator/worker/fault_hooks.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "emulator/faults/fault_wait.h"
+
+namespace tpu::emulator {
+namespace {
+
+using faults::ActionKind;
+using faults::Match;
+
+// The status of an operation a fail rule matched: the rule's message as
+// given, so a test can reproduce an exact status; without one, a message
+// naming the rule.
+absl::Status FailStatus(const Match& match, const std::string& what) {
+  const absl::Status& status = match.action.status;
+  if (!status.message().empty()) return status;
+  return absl::Status(status.code(),
+                      absl::StrCat(what, " failed: ", match.Describe(), "."));
+}
+
+absl::Status HeldStatus(const Match& match, const std::string& what) {
+  return absl::CancelledError(
+      absl::StrCat(what, " was held by ", match.Describe(),
+                   " until its client was closed or the worker reset."));
+}
+
+[[noreturn]] void Crash(const Match& match, const std::string& what) {
+  fprintf(stderr,
+          "tpu_emulator: %s crashed the worker as %s started; exiting at "
+          "once, as a lost host would.\n",
+          match.Describe().c_str(), what.c_str());
+  fflush(stderr);
+  fflush(stdout);
+  _exit(3);
+}
+
+// Ends the stream `ctx` came on and releases its client. Returns the status
+// the matched operation reports (nobody receives it: the stream is gone).
+absl::Status DropStream(const OpContext& ctx, const Match& match,
+                        const std::string& what) {
+  const absl::Status status = absl::UnavailableError(absl::StrCat(
+      "The stream of client ", ctx.session->client_id(), " was dropped by ",
+      match.Describe(), " as ", what, " started."));
+  ctx.sink->Drop(status);
+  if (ctx.worker->close_client) {
+    ctx.worker->close_client(ctx.session->client_id(), status);
+  }
+  return status;
+}
+
+void LimitHbm(const OpContext& ctx, const Match& match, int core_id) {
+  const int local = ctx.worker->topology.LocalIndex(core_id);
+  if (local < 0 || local >= static_cast<int>(ctx.worker->hbm.size())) return;
+  ctx.worker->hbm[local]->LimitCapacity(match.action.bytes);
+}
+
+}  // namespace
+
+int BufferCore(const OpContext& ctx, uint64_t handle) {
+  auto buffer = ctx.session->GetBuffer(handle, "fault rule core");
+  return buffer.ok() ? (*buffer)->core_id() : -1;
+}
+
+void StartWithFaults(const OpContext& ctx, faults::OpKind kind, int core_id,
+                     const std::string& program, bool on_core,
+                     Proceed proceed) {
+  faults::FaultPlan* plan = ctx.worker->faults;
+  std::optional<Match> match;
+  if (plan != nullptr) {
+    match = plan->Check(
+        {kind, core_id, ctx.session->client_id(), program, /*instruction=*/""});
+  }
+  if (!match.has_value()) return proceed(1);
+  const std::string what =
+      absl::StrCat(ctx.Name(), " ", faults::OpKindName(kind));
+  const std::atomic<bool>* cancelled = ctx.session->cancelled();
+  switch (match->action.kind) {
+    case ActionKind::kDelay:
+    case ActionKind::kHang: {
+      const bool hang = match->action.kind == ActionKind::kHang;
+      const absl::Duration wait =
+          hang ? absl::InfiniteDuration() : match->action.delay;
+      auto held = [ctx, what, cancelled, wait, hang, match = *match,
+                   proceed = std::move(proceed)]() {
+        faults::SleepUnlessCancelled(wait, cancelled);
+        if (hang) return ctx.Finish(HeldStatus(match, what));
+        proceed(1);
+      };
+      if (on_core || ctx.worker->fault_threads == nullptr) {
+        held();
+      } else {
+        ctx.worker->fault_threads->Run(std::move(held));
+      }
+      return;
+    }
+    case ActionKind::kFail:
+      return ctx.Finish(FailStatus(*match, what));
+    case ActionKind::kDropStream:
+      return ctx.Finish(DropStream(ctx, *match, what));
+    case ActionKind::kCrash:
+      Crash(*match, what);
+    case ActionKind::kHbm:
+      LimitHbm(ctx, *match, core_id);
+      return proceed(1);
+    case ActionKind::kSlow:
+      return proceed(match->action.factor);
+    case ActionKind::kSkip:
+      break;
+  }
+  proceed(1);
+}
+
+FaultingCollectives::FaultingCollectives(OpContext ctx, Launch* launch,
+                                         int core_id, std::string program)
+    : ctx_(std::move(ctx)),
+      launch_(launch),
+      core_id_(core_id),
+      program_(std::move(program)) {}
+
+absl::StatusOr<Literal> FaultingCollectives::Exchange(
+    const interpreter::CollectiveRequest& request, Literal contribution,
+    const interpreter::CollectiveCombine& combine) {
+  faults::FaultPlan* plan = ctx_.worker->faults;
+  std::optional<Match> match;
+  if (plan != nullptr) {
+    match =
+        plan->Check({faults::OpKind::kCollective, core_id_,
+                     ctx_.session->client_id(), program_, request.instruction});
+  }
+  if (!match.has_value()) {
+    return launch_->Exchange(request, std::move(contribution), combine);
+  }
+  const std::string what = absl::StrCat(request.kind, " ", request.instruction,
+                                        " on core ", core_id_);
+  const std::atomic<bool>* cancelled = ctx_.session->cancelled();
+  switch (match->action.kind) {
+    case ActionKind::kDelay:
+      faults::SleepUnlessCancelled(match->action.delay, cancelled);
+      break;
+    case ActionKind::kHang:
+      faults::SleepUnlessCancelled(absl::InfiniteDuration(), cancelled);
+      return HeldStatus(*match, what);
+    case ActionKind::kSkip:
+      ctx_.worker->collectives->NoteSkip(
+          core_id_, absl::StrCat("core ", core_id_, " skipped ", request.kind,
+                                 " ", request.instruction, " (fault rule ",
+                                 match->rule_number, ")"));
+      faults::SleepUnlessCancelled(absl::InfiniteDuration(), cancelled);
+      return HeldStatus(*match, what);
+    case ActionKind::kFail:
+      return FailStatus(*match, what);
+    case ActionKind::kDropStream:
+      return DropStream(ctx_, *match, what);
+    case ActionKind::kCrash:
+      Crash(*match, what);
+    case ActionKind::kHbm:
+      LimitHbm(ctx_, *match, core_id_);
+      break;
+    case ActionKind::kSlow:
+      break;
+  }
+  return launch_->Exchange(request, std::move(contribution), combine);
+}
+
+}  // namespace tpu::emulator
