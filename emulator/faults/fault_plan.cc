@@ -28,6 +28,7 @@ absl::StatusOr<int> FaultPlan::Add(absl::string_view text) {
   entry.rule = *std::move(rule);
   entry.number = next_number_++;
   entries_.push_back(std::move(entry));
+  rule_count_.store(static_cast<int>(entries_.size()));
   return entries_.back().number;
 }
 
@@ -37,6 +38,7 @@ void FaultPlan::Add(Rule rule) {
   entry.rule = std::move(rule);
   entry.number = next_number_++;
   entries_.push_back(std::move(entry));
+  rule_count_.store(static_cast<int>(entries_.size()));
 }
 
 std::vector<RuleInfo> FaultPlan::List() const {
@@ -53,6 +55,7 @@ void FaultPlan::Clear() {
   {
     absl::MutexLock lock(&mu_);
     entries_.clear();
+    rule_count_.store(0);
     next_number_ = 1;
     callbacks = on_clear_;
   }
@@ -64,10 +67,7 @@ void FaultPlan::OnClear(std::function<void()> callback) {
   on_clear_.push_back(std::move(callback));
 }
 
-bool FaultPlan::empty() const {
-  absl::MutexLock lock(&mu_);
-  return entries_.empty();
-}
+bool FaultPlan::empty() const { return rule_count_.load() == 0; }
 
 bool FaultPlan::Selects(const Rule& rule, const Operation& op) {
   if (rule.kind != OpKind::kAny && rule.kind != op.kind) return false;
@@ -102,6 +102,7 @@ double FaultPlan::Draw(Entry& entry, int core) {
 }
 
 std::optional<Match> FaultPlan::Check(const Operation& op) {
+  if (empty()) return std::nullopt;
   absl::MutexLock lock(&mu_);
   std::optional<Match> match;
   for (Entry& entry : entries_) {

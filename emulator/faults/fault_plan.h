@@ -15,6 +15,7 @@
 //
 // Thread safety: safe for concurrent use.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -92,6 +93,9 @@ class FaultPlan {
   // Uniform in [0, 1) from the rule's generator for `core`.
   static double Draw(Entry& entry, int core);
 
+  // entries_.size(), read without the lock: with no rules (the common
+  // case) operations pass without contending for mu_.
+  std::atomic<int> rule_count_{0};
   mutable absl::Mutex mu_;
   std::vector<Entry> entries_ ABSL_GUARDED_BY(mu_);
   int next_number_ ABSL_GUARDED_BY(mu_) = 1;
