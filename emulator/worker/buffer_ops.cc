@@ -83,8 +83,7 @@ absl::StatusOr<BuiltOp> BuildAlloc(const OpContext& ctx,
     ctx.Finish(ctx.session->Add(ctx.op, std::move(buffer)));
   };
   op.body = [ctx, core_id, alloc = std::move(alloc)]() {
-    StartWithFaults(ctx, faults::OpKind::kAlloc, core_id, "",
-                    /*on_core=*/false, alloc);
+    StartWithFaults(ctx, faults::OpKind::kAlloc, core_id, "", alloc);
   };
   return op;
 }
@@ -121,8 +120,7 @@ absl::StatusOr<BuiltOp> BuildAllocTuple(
         ctx.op, DeviceBuffer::CreateTuple(core_id, std::move(buffers))));
   };
   op.body = [ctx, core_id, alloc = std::move(alloc)]() {
-    StartWithFaults(ctx, faults::OpKind::kAlloc, core_id, "",
-                    /*on_core=*/false, alloc);
+    StartWithFaults(ctx, faults::OpKind::kAlloc, core_id, "", alloc);
   };
   return op;
 }
@@ -135,7 +133,7 @@ absl::StatusOr<BuiltOp> BuildDealloc(
   if (!handle.ok()) return handle.status();
   op.body = [ctx, role, handle = *handle]() {
     StartWithFaults(ctx, faults::OpKind::kDealloc, BufferCore(ctx, handle), "",
-                    /*on_core=*/false, [ctx, role, handle](double) {
+                    [ctx, role, handle](double) {
                       auto buffer = ctx.session->TakeBuffer(handle, role);
                       if (!buffer.ok()) return ctx.Finish(buffer.status());
                       (*buffer)->Release();
@@ -177,7 +175,7 @@ absl::StatusOr<BuiltOp> BuildTransferTo(
   };
   op.body = [ctx, handle = *handle, transfer = std::move(transfer)]() {
     StartWithFaults(ctx, faults::OpKind::kTransferTo, BufferCore(ctx, handle),
-                    "", /*on_core=*/false, transfer);
+                    "", transfer);
   };
   return op;
 }
@@ -226,7 +224,7 @@ absl::StatusOr<BuiltOp> BuildTransferFrom(
   };
   op.body = [ctx, handle = *handle, transfer = std::move(transfer)]() {
     StartWithFaults(ctx, faults::OpKind::kTransferFrom, BufferCore(ctx, handle),
-                    "", /*on_core=*/false, transfer);
+                    "", transfer);
   };
   return op;
 }
@@ -265,8 +263,7 @@ absl::StatusOr<BuiltOp> BuildTransferFromTo(
   };
   // A copy counts on its source's core.
   op.body = [ctx, src = *src, copy = std::move(copy)]() {
-    StartWithFaults(ctx, faults::OpKind::kCopy, BufferCore(ctx, src), "",
-                    /*on_core=*/false, copy);
+    StartWithFaults(ctx, faults::OpKind::kCopy, BufferCore(ctx, src), "", copy);
   };
   return op;
 }

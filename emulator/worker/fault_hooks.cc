@@ -68,53 +68,81 @@ int BufferCore(const OpContext& ctx, uint64_t handle) {
   return buffer.ok() ? (*buffer)->core_id() : -1;
 }
 
-void StartWithFaults(const OpContext& ctx, faults::OpKind kind, int core_id,
-                     const std::string& program, bool on_core,
-                     Proceed proceed) {
-  faults::FaultPlan* plan = ctx.worker->faults;
-  std::optional<Match> match;
-  if (plan != nullptr) {
-    match = plan->Check(
-        {kind, core_id, ctx.session->client_id(), program, /*instruction=*/""});
-  }
-  if (!match.has_value()) return proceed(1);
+namespace {
+
+// Applies `match` to a starting operation. `wait` runs a delay or hang (on
+// this thread or another); returns the slow factor if the operation goes on
+// here and now, nullopt if it was finished or handed to `wait`.
+std::optional<double> Apply(
+    const OpContext& ctx, const Match& match, faults::OpKind kind, int core_id,
+    const std::function<void(std::function<void()>)>& wait,
+    const Proceed& proceed) {
   const std::string what =
       absl::StrCat(ctx.Name(), " ", faults::OpKindName(kind));
-  const std::atomic<bool>* cancelled = ctx.session->cancelled();
-  switch (match->action.kind) {
+  switch (match.action.kind) {
     case ActionKind::kDelay:
     case ActionKind::kHang: {
-      const bool hang = match->action.kind == ActionKind::kHang;
-      const absl::Duration wait =
-          hang ? absl::InfiniteDuration() : match->action.delay;
-      auto held = [ctx, what, cancelled, wait, hang, match = *match,
-                   proceed = std::move(proceed)]() {
-        faults::SleepUnlessCancelled(wait, cancelled);
+      const bool hang = match.action.kind == ActionKind::kHang;
+      const absl::Duration duration =
+          hang ? absl::InfiniteDuration() : match.action.delay;
+      const std::atomic<bool>* cancelled = ctx.session->cancelled();
+      wait([ctx, what, cancelled, duration, hang, match, proceed]() {
+        faults::SleepUnlessCancelled(duration, cancelled);
         if (hang) return ctx.Finish(HeldStatus(match, what));
-        proceed(1);
-      };
-      if (on_core || ctx.worker->fault_threads == nullptr) {
-        held();
-      } else {
-        ctx.worker->fault_threads->Run(std::move(held));
-      }
-      return;
+        if (proceed) proceed(1);
+      });
+      if (hang || proceed) return std::nullopt;
+      return 1;
     }
     case ActionKind::kFail:
-      return ctx.Finish(FailStatus(*match, what));
+      ctx.Finish(FailStatus(match, what));
+      return std::nullopt;
     case ActionKind::kDropStream:
-      return ctx.Finish(DropStream(ctx, *match, what));
+      ctx.Finish(DropStream(ctx, match, what));
+      return std::nullopt;
     case ActionKind::kCrash:
-      Crash(*match, what);
+      Crash(match, what);
     case ActionKind::kHbm:
-      LimitHbm(ctx, *match, core_id);
-      return proceed(1);
+      LimitHbm(ctx, match, core_id);
+      return 1;
     case ActionKind::kSlow:
-      return proceed(match->action.factor);
+      return match.action.factor;
     case ActionKind::kSkip:
       break;
   }
-  proceed(1);
+  return 1;
+}
+
+std::optional<Match> Check(const OpContext& ctx, faults::OpKind kind,
+                           int core_id, const std::string& program) {
+  faults::FaultPlan* plan = ctx.worker->faults;
+  if (plan == nullptr) return std::nullopt;
+  return plan->Check(
+      {kind, core_id, ctx.session->client_id(), program, /*instruction=*/""});
+}
+
+}  // namespace
+
+void StartWithFaults(const OpContext& ctx, faults::OpKind kind, int core_id,
+                     const std::string& program, Proceed proceed) {
+  std::optional<Match> match = Check(ctx, kind, core_id, program);
+  if (!match.has_value()) return proceed(1);
+  faults::FaultThreads* threads = ctx.worker->fault_threads;
+  auto elsewhere = [threads](std::function<void()> waiting) {
+    if (threads == nullptr) return waiting();
+    threads->Run(std::move(waiting));
+  };
+  std::optional<double> factor =
+      Apply(ctx, *match, kind, core_id, elsewhere, proceed);
+  if (factor.has_value()) proceed(*factor);
+}
+
+std::optional<double> StartOnCore(const OpContext& ctx, faults::OpKind kind,
+                                  int core_id, const std::string& program) {
+  std::optional<Match> match = Check(ctx, kind, core_id, program);
+  if (!match.has_value()) return 1;
+  auto here = [](std::function<void()> waiting) { waiting(); };
+  return Apply(ctx, *match, kind, core_id, here, /*proceed=*/nullptr);
 }
 
 FaultingCollectives::FaultingCollectives(OpContext ctx, Launch* launch,

@@ -23,6 +23,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "emulator/collectives/collective_hub.h"
@@ -37,10 +38,17 @@ using Proceed = std::function<void(double slow_factor)>;
 
 // Consults the plan for an operation of `kind` starting on core `core_id`
 // (-1: no core) with `program` (may be empty), applies the matched action,
-// and calls `proceed` (now, or later on another thread) unless the action
-// finished the operation. `on_core`: this thread is the core's own.
+// and calls `proceed` (now, or after a delay on a thread of its own) unless
+// the action finished the operation.
 void StartWithFaults(const OpContext& ctx, faults::OpKind kind, int core_id,
-                     const std::string& program, bool on_core, Proceed proceed);
+                     const std::string& program, Proceed proceed);
+
+// The same for an operation starting on its core's own thread (an execute):
+// delays and hangs wait right here, holding the core. Returns the slow
+// factor to apply (1 unless a slow rule matched), or nullopt if the action
+// finished the operation.
+std::optional<double> StartOnCore(const OpContext& ctx, faults::OpKind kind,
+                                  int core_id, const std::string& program);
 
 // The core of the buffer `handle`, or -1 if it does not resolve (the
 // operation then fails on its own).

@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -137,7 +138,7 @@ absl::StatusOr<BuiltOp> BuildCompile(
              replicas = static_cast<int>(num_replicas)]() {
     StartWithFaults(
         ctx, faults::OpKind::kCompile, /*core_id=*/-1, module->name(),
-        /*on_core=*/false, [ctx, role, module, replicas](double) {
+        [ctx, role, module, replicas](double) {
           ctx.worker->pool->Schedule([ctx, role, module, replicas]() {
             interpreter::CompileOptions options;
             options.num_replicas = replicas;
@@ -184,7 +185,7 @@ absl::StatusOr<BuiltOp> BuildLoad(
     auto compiled = ctx.session->GetCompiled(handle, role);
     const std::string program = compiled.ok() ? (*compiled)->name : "";
     StartWithFaults(ctx, faults::OpKind::kLoad, core_id, program,
-                    /*on_core=*/false, [ctx, compiled, core_id](double) {
+                    [ctx, compiled, core_id](double) {
                       if (!compiled.ok()) return ctx.Finish(compiled.status());
                       auto loaded = std::make_shared<LoadedProgram>();
                       loaded->program = *compiled;
@@ -208,7 +209,7 @@ absl::StatusOr<BuiltOp> BuildUnload(
     const std::string program = loaded.ok() ? (*loaded)->program->name : "";
     StartWithFaults(
         ctx, faults::OpKind::kUnload, core_id, program,
-        /*on_core=*/false, [ctx, role, handle](double) {
+        [ctx, role, handle](double) {
           ctx.Finish(ctx.session->TakeLoaded(handle, role).status());
         });
   };
@@ -317,73 +318,70 @@ absl::StatusOr<BuiltOp> BuildExecute(
                                         out = std::move(out), per_element]() {
       // Fault rules meet the execute as its core starts it: a delay or hang
       // holds the core, as a slow or stuck program would.
-      StartWithFaults(
-          ctx, faults::OpKind::kExecute, core_id, compiled->name,
-          /*on_core=*/true, [&](double slow_factor) {
-            if (context.cancelled->load()) {
-              return ctx.Finish(absl::CancelledError(absl::StrCat(
-                  role, ": the client was closed before it ran.")));
-            }
-            LaunchInfo info;
-            info.core = core_id;
-            info.client_id = ctx.session->client_id();
-            info.program = compiled->name;
-            info.fingerprint = compiled->fingerprint;
-            info.assignment = devices->devices;
-            info.cancelled = context.cancelled;
-            // The launch lasts until this closure returns: the core is
-            // "running" for the wait report, and its collectives meet the
-            // peers' launch.
-            absl::StatusOr<std::unique_ptr<Launch>> launch =
-                ctx.worker->collectives->BeginLaunch(std::move(info));
-            if (!launch.ok()) {
-              return ctx.Finish(absl::Status(
-                  launch.status().code(),
-                  absl::StrCat(role, ": ", launch.status().message())));
-            }
-            FaultingCollectives collectives(ctx, launch->get(), core_id,
-                                            compiled->name);
-            interpreter::ExecutionContext run = context;
-            run.assignment = devices.get();
-            run.collectives = &collectives;
-            std::vector<Literal> arguments;
-            arguments.reserve(in.size());
-            for (size_t i = 0; i < in.size(); ++i) {
-              absl::StatusOr<Literal> argument =
-                  ReadLiteral(*in[i], compiled->parameter_shapes[i],
-                              absl::StrCat(role, " input ", i));
-              if (!argument.ok()) return ctx.Finish(argument.status());
-              arguments.push_back(*std::move(argument));
-            }
-            const absl::Time started = absl::Now();
-            absl::StatusOr<Literal> value = compiled->executable->Execute(
-                std::move(arguments), run, /*stats=*/nullptr);
-            if (slow_factor > 1) {
-              // slow=FACTOR: the program takes FACTOR times as long as it did.
-              faults::SleepUnlessCancelled(
-                  (absl::Now() - started) * (slow_factor - 1),
-                  context.cancelled);
-            }
-            if (!value.ok()) {
-              return ctx.Finish(absl::Status(
-                  value.status().code(),
-                  absl::StrCat(role, ": ", value.status().message())));
-            }
-            if (Shape(value->shape()) != compiled->result_shape) {
-              return ctx.Finish(absl::InternalError(absl::StrCat(
-                  role, ": the interpreter returned ",
-                  value->shape().ToString(), " for a program whose result is ",
-                  compiled->result_shape.ToString(), ".")));
-            }
-            if (per_element) {
-              for (size_t i = 0; i < out.size(); ++i) {
-                WriteLiteral(*out[i], value->element(static_cast<int64_t>(i)));
-              }
-            } else {
-              WriteLiteral(*out[0], *value);
-            }
-            ctx.Finish(absl::OkStatus());
-          });
+      const std::optional<double> slow_factor =
+          StartOnCore(ctx, faults::OpKind::kExecute, core_id, compiled->name);
+      if (!slow_factor.has_value()) return;  // the fault finished it
+      if (context.cancelled->load()) {
+        return ctx.Finish(absl::CancelledError(
+            absl::StrCat(role, ": the client was closed before it ran.")));
+      }
+      LaunchInfo info;
+      info.core = core_id;
+      info.client_id = ctx.session->client_id();
+      info.program = compiled->name;
+      info.fingerprint = compiled->fingerprint;
+      info.assignment = devices->devices;
+      info.cancelled = context.cancelled;
+      // The launch lasts until this closure returns: the core is "running"
+      // for the wait report, and its collectives meet the peers' launch.
+      absl::StatusOr<std::unique_ptr<Launch>> launch =
+          ctx.worker->collectives->BeginLaunch(std::move(info));
+      if (!launch.ok()) {
+        return ctx.Finish(
+            absl::Status(launch.status().code(),
+                         absl::StrCat(role, ": ", launch.status().message())));
+      }
+      FaultingCollectives collectives(ctx, launch->get(), core_id,
+                                      compiled->name);
+      interpreter::ExecutionContext run = context;
+      run.assignment = devices.get();
+      run.collectives = &collectives;
+      std::vector<Literal> arguments;
+      arguments.reserve(in.size());
+      for (size_t i = 0; i < in.size(); ++i) {
+        absl::StatusOr<Literal> argument =
+            ReadLiteral(*in[i], compiled->parameter_shapes[i],
+                        absl::StrCat(role, " input ", i));
+        if (!argument.ok()) return ctx.Finish(argument.status());
+        arguments.push_back(*std::move(argument));
+      }
+      const absl::Time started = absl::Now();
+      absl::StatusOr<Literal> value = compiled->executable->Execute(
+          std::move(arguments), run, /*stats=*/nullptr);
+      if (*slow_factor > 1) {
+        // slow=FACTOR: the program takes FACTOR times as long as it did.
+        faults::SleepUnlessCancelled(
+            (absl::Now() - started) * (*slow_factor - 1), context.cancelled);
+      }
+      if (!value.ok()) {
+        return ctx.Finish(
+            absl::Status(value.status().code(),
+                         absl::StrCat(role, ": ", value.status().message())));
+      }
+      if (Shape(value->shape()) != compiled->result_shape) {
+        return ctx.Finish(absl::InternalError(absl::StrCat(
+            role, ": the interpreter returned ", value->shape().ToString(),
+            " for a program whose result is ",
+            compiled->result_shape.ToString(), ".")));
+      }
+      if (per_element) {
+        for (size_t i = 0; i < out.size(); ++i) {
+          WriteLiteral(*out[i], value->element(static_cast<int64_t>(i)));
+        }
+      } else {
+        WriteLiteral(*out[0], *value);
+      }
+      ctx.Finish(absl::OkStatus());
     });
   };
   return op;
