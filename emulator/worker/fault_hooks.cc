@@ -113,12 +113,25 @@ std::optional<double> Apply(
   return 1;
 }
 
+// One log line per match, so that whoever reads the worker's log knows the
+// failure was asked for.
+void LogMatch(const Match& match, const std::string& what) {
+  fprintf(stderr, "tpu_emulator: %s matched %s\n", match.Describe().c_str(),
+          what.c_str());
+}
+
 std::optional<Match> Check(const OpContext& ctx, faults::OpKind kind,
                            int core_id, const std::string& program) {
   faults::FaultPlan* plan = ctx.worker->faults;
   if (plan == nullptr) return std::nullopt;
-  return plan->Check(
+  std::optional<Match> match = plan->Check(
       {kind, core_id, ctx.session->client_id(), program, /*instruction=*/""});
+  if (match.has_value()) {
+    LogMatch(*match, absl::StrCat(ctx.Name(), " ", faults::OpKindName(kind),
+                                  core_id >= 0 ? " on core " : "",
+                                  core_id >= 0 ? absl::StrCat(core_id) : ""));
+  }
+  return match;
 }
 
 }  // namespace
@@ -167,6 +180,7 @@ absl::StatusOr<Literal> FaultingCollectives::Exchange(
   }
   const std::string what = absl::StrCat(request.kind, " ", request.instruction,
                                         " on core ", core_id_);
+  LogMatch(*match, absl::StrCat(ctx_.Name(), " ", what));
   const std::atomic<bool>* cancelled = ctx_.session->cancelled();
   switch (match->action.kind) {
     case ActionKind::kDelay:

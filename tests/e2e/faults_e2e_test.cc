@@ -322,6 +322,14 @@ TEST_F(FaultsE2ETest, FailGivesTheExactStatus) {
   EXPECT_THAT(compile.message(),
               HasSubstr("compile failed: fault rule 2 (compile "
                         "program=meeting fail=INTERNAL)."));
+  // The worker's log says the failures were asked for.
+  EXPECT_THAT(worker_->Stderr(),
+              HasSubstr("tpu_emulator: fault rule 1 (execute "
+                        "fail=FAILED_PRECONDITION:the test said no) matched "
+                        "operation "));
+  EXPECT_THAT(worker_->Stderr(),
+              HasSubstr("tpu_emulator: fault rule 2 (compile program=meeting "
+                        "fail=INTERNAL) matched operation "));
 }
 
 TEST_F(FaultsE2ETest, HbmLimitsTheCoreFromThenOn) {
