@@ -65,6 +65,10 @@ class LocalTransportStream : public TransportStream {
                 const emulator::TransferData& transfer_data) {
           state->Respond(response, transfer_data);
         });
+    // A fault rule's drop_stream ends the stream as a broken connection
+    // would: the driver then fails every pending operation of it.
+    stream_->SetDropHandler(
+        [state](const absl::Status& status) { state->End(status); });
   }
 
   ~LocalTransportStream() override {

@@ -36,6 +36,8 @@ struct CollectiveHub::CoreRecord {
   std::shared_ptr<Meeting> meeting;
   absl::Time since;
   bool logged = false;
+  // Set by NoteSkip for the rest of the launch.
+  std::string skip_note;
   int64_t next_sequence = 0;
   std::deque<tpu_emulator::CollectiveRecord> history;
 };
@@ -186,6 +188,13 @@ void CollectiveHub::EndLaunch(const Launch& launch) {
   if (core == nullptr) return;
   core->activity = tpu_emulator::CoreWait::IDLE;
   core->meeting.reset();
+  core->skip_note.clear();
+}
+
+void CollectiveHub::NoteSkip(int core, std::string note) {
+  absl::MutexLock lock(&mu_);
+  CoreRecord* record = FindCore(core);
+  if (record != nullptr) record->skip_note = std::move(note);
 }
 
 void CollectiveHub::ForgetClient(uint32_t client_id) {
@@ -721,6 +730,7 @@ std::string CollectiveHub::Diagnose(const Meeting& meeting, int missing) const {
     }
     return who + "is not a core of this worker (another host of the slice)";
   }
+  if (!other->skip_note.empty()) return other->skip_note;
   switch (other->activity) {
     case tpu_emulator::CoreWait::IDLE: {
       const int queued = options_.queued ? options_.queued(missing) : 0;

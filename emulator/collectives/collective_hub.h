@@ -133,6 +133,12 @@ class CollectiveHub {
   // programs.
   absl::StatusOr<std::unique_ptr<Launch>> BeginLaunch(LaunchInfo info);
 
+  // A fault rule made `core` skip a collective of its current launch: its
+  // peers wait for it in vain, and the wait report's diagnosis of the core
+  // is `note` (e.g. "core 1 skipped all-reduce ar.1 (fault rule 2)") until
+  // the launch ends.
+  void NoteSkip(int core, std::string note);
+
   // Wakes waiters so that those whose client was cancelled leave.
   void WakeWaiters();
 

@@ -15,4 +15,37 @@ grpc::Status ControlService::GetWaitReport(
   return grpc::Status::OK;
 }
 
+grpc::Status ControlService::AddFault(
+    grpc::ServerContext*, const tpu_emulator::AddFaultRequest* request,
+    tpu_emulator::AddFaultResponse* response) {
+  absl::StatusOr<int> number = worker_->fault_plan().Add(request->rule());
+  if (!number.ok()) {
+    return grpc::Status(static_cast<grpc::StatusCode>(number.status().code()),
+                        std::string(number.status().message()));
+  }
+  response->set_number(*number);
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::ListFaults(
+    grpc::ServerContext*, const tpu_emulator::ListFaultsRequest*,
+    tpu_emulator::ListFaultsResponse* response) {
+  for (const faults::RuleInfo& info : worker_->fault_plan().List()) {
+    tpu_emulator::FaultRule* rule = response->add_rules();
+    rule->set_number(info.number);
+    rule->set_text(info.text);
+    rule->set_matched(info.matched);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::ClearFaults(
+    grpc::ServerContext*, const tpu_emulator::ClearFaultsRequest*,
+    tpu_emulator::ClearFaultsResponse* response) {
+  faults::FaultPlan& plan = worker_->fault_plan();
+  response->set_cleared(static_cast<int>(plan.List().size()));
+  plan.Clear();
+  return grpc::Status::OK;
+}
+
 }  // namespace tpu::emulator

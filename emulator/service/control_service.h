@@ -20,6 +20,16 @@ class ControlService : public tpu_emulator::Control::Service {
   grpc::Status GetWaitReport(grpc::ServerContext* context,
                              const tpu_emulator::GetWaitReportRequest* request,
                              tpu_emulator::WaitReport* response) override;
+  grpc::Status AddFault(grpc::ServerContext* context,
+                        const tpu_emulator::AddFaultRequest* request,
+                        tpu_emulator::AddFaultResponse* response) override;
+  grpc::Status ListFaults(grpc::ServerContext* context,
+                          const tpu_emulator::ListFaultsRequest* request,
+                          tpu_emulator::ListFaultsResponse* response) override;
+  grpc::Status ClearFaults(
+      grpc::ServerContext* context,
+      const tpu_emulator::ClearFaultsRequest* request,
+      tpu_emulator::ClearFaultsResponse* response) override;
 
  private:
   const Worker* const worker_;

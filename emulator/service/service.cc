@@ -37,6 +37,21 @@ class StreamReactor
           }
           Enqueue(EncodeStreamResponse(response, transfer_data));
         });
+    // A fault rule's drop_stream: end the call at once with its status,
+    // dropping whatever was still queued, as a broken connection would.
+    stream_->SetDropHandler([this](const absl::Status& status) {
+      bool finish;
+      grpc::Status final_status;
+      {
+        absl::MutexLock lock(&mu_);
+        broken_ = true;
+        drained_ = true;
+        queue_.clear();
+        final_status_ = ToGrpc(status);
+        finish = ShouldFinishLocked(&final_status);
+      }
+      if (finish) Finish(final_status);
+    });
     StartRead(&read_buffer_);
   }
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "emulator/worker/device_buffer.h"
+#include "emulator/worker/fault_hooks.h"
 #include "emulator/worker/op_common.h"
 #include "hlo/aligned_buffer.h"
 #include "hlo/shape.h"
@@ -68,7 +69,7 @@ absl::StatusOr<BuiltOp> BuildAlloc(const OpContext& ctx,
   BuiltOp op;
   const int local = *core;
   const int core_id = static_cast<int>(request.core_id());
-  op.body = [ctx, local, core_id, size, shape = std::move(shape)]() {
+  auto alloc = [ctx, local, core_id, size, shape = std::move(shape)](double) {
     absl::StatusOr<HbmReservation> reservation =
         ctx.worker->hbm[local]->Reserve(size);
     if (!reservation.ok()) {
@@ -80,6 +81,9 @@ absl::StatusOr<BuiltOp> BuildAlloc(const OpContext& ctx,
     auto buffer = DeviceBuffer::CreateArray(core_id, size, shape,
                                             *std::move(reservation));
     ctx.Finish(ctx.session->Add(ctx.op, std::move(buffer)));
+  };
+  op.body = [ctx, core_id, alloc = std::move(alloc)]() {
+    StartWithFaults(ctx, faults::OpKind::kAlloc, core_id, "", alloc);
   };
   return op;
 }
@@ -98,7 +102,7 @@ absl::StatusOr<BuiltOp> BuildAllocTuple(
     children.push_back(*child);
   }
   const int core_id = static_cast<int>(request.core_id());
-  op.body = [ctx, core_id, role, children = std::move(children)]() {
+  auto alloc = [ctx, core_id, role, children = std::move(children)](double) {
     std::vector<std::shared_ptr<DeviceBuffer>> buffers;
     buffers.reserve(children.size());
     for (size_t i = 0; i < children.size(); ++i) {
@@ -115,6 +119,9 @@ absl::StatusOr<BuiltOp> BuildAllocTuple(
     ctx.Finish(ctx.session->Add(
         ctx.op, DeviceBuffer::CreateTuple(core_id, std::move(buffers))));
   };
+  op.body = [ctx, core_id, alloc = std::move(alloc)]() {
+    StartWithFaults(ctx, faults::OpKind::kAlloc, core_id, "", alloc);
+  };
   return op;
 }
 
@@ -125,10 +132,13 @@ absl::StatusOr<BuiltOp> BuildDealloc(
   absl::StatusOr<uint64_t> handle = UseHandle(ctx, request.handle(), role, &op);
   if (!handle.ok()) return handle.status();
   op.body = [ctx, role, handle = *handle]() {
-    auto buffer = ctx.session->TakeBuffer(handle, role);
-    if (!buffer.ok()) return ctx.Finish(buffer.status());
-    (*buffer)->Release();
-    ctx.Finish(absl::OkStatus());
+    StartWithFaults(ctx, faults::OpKind::kDealloc, BufferCore(ctx, handle), "",
+                    [ctx, role, handle](double) {
+                      auto buffer = ctx.session->TakeBuffer(handle, role);
+                      if (!buffer.ok()) return ctx.Finish(buffer.status());
+                      (*buffer)->Release();
+                      ctx.Finish(absl::OkStatus());
+                    });
   };
   return op;
 }
@@ -148,7 +158,8 @@ absl::StatusOr<BuiltOp> BuildTransferTo(
     bytes = AlignedBuffer::Allocate(size);
     if (size > 0) std::memcpy(bytes->data(), request.data().data(), size);
   }
-  op.body = [ctx, role, handle = *handle, bytes = std::move(bytes)]() {
+  auto transfer = [ctx, role, handle = *handle,
+                   bytes = std::move(bytes)](double) {
     auto buffer = ctx.session->GetBuffer(handle, role);
     if (!buffer.ok()) return ctx.Finish(buffer.status());
     absl::Status status = ArrayOnly(**buffer, role);
@@ -162,6 +173,10 @@ absl::StatusOr<BuiltOp> BuildTransferTo(
     (*buffer)->set_contents(bytes);
     ctx.Finish(absl::OkStatus());
   };
+  op.body = [ctx, handle = *handle, transfer = std::move(transfer)]() {
+    StartWithFaults(ctx, faults::OpKind::kTransferTo, BufferCore(ctx, handle),
+                    "", transfer);
+  };
   return op;
 }
 
@@ -173,7 +188,7 @@ absl::StatusOr<BuiltOp> BuildTransferFrom(
   absl::StatusOr<uint64_t> handle =
       UseHandle(ctx, request.source_handle(), role, &op);
   if (!handle.ok()) return handle.status();
-  op.body = [ctx, role, handle = *handle]() {
+  auto transfer = [ctx, role, handle = *handle](double) {
     auto buffer = ctx.session->GetBuffer(handle, role);
     if (!buffer.ok()) return ctx.Finish(buffer.status());
     absl::Status status = ArrayOnly(**buffer, role);
@@ -207,6 +222,10 @@ absl::StatusOr<BuiltOp> BuildTransferFrom(
       ctx.worker->pool->Schedule(std::move(copy));
     }
   };
+  op.body = [ctx, handle = *handle, transfer = std::move(transfer)]() {
+    StartWithFaults(ctx, faults::OpKind::kTransferFrom, BufferCore(ctx, handle),
+                    "", transfer);
+  };
   return op;
 }
 
@@ -224,7 +243,7 @@ absl::StatusOr<BuiltOp> BuildTransferFromTo(
   absl::StatusOr<uint64_t> dst =
       UseHandle(ctx, request.target_handle(), dst_role, &op);
   if (!dst.ok()) return dst.status();
-  op.body = [ctx, src_role, dst_role, src = *src, dst = *dst]() {
+  auto copy = [ctx, src_role, dst_role, src = *src, dst = *dst](double) {
     auto source = ctx.session->GetBuffer(src, src_role);
     if (!source.ok()) return ctx.Finish(source.status());
     auto target = ctx.session->GetBuffer(dst, dst_role);
@@ -241,6 +260,10 @@ absl::StatusOr<BuiltOp> BuildTransferFromTo(
     // Contents are immutable, so sharing them is a complete copy.
     (*target)->set_contents((*source)->contents());
     ctx.Finish(absl::OkStatus());
+  };
+  // A copy counts on its source's core.
+  op.body = [ctx, src = *src, copy = std::move(copy)]() {
+    StartWithFaults(ctx, faults::OpKind::kCopy, BufferCore(ctx, src), "", copy);
   };
   return op;
 }

@@ -1,5 +1,6 @@
 #include "emulator/worker/hbm.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -19,15 +20,35 @@ absl::StatusOr<HbmReservation> HbmAccount::Reserve(int64_t bytes) {
   }
   absl::MutexLock lock(&mu_);
   // Written as a subtraction so that huge requests cannot overflow.
-  if (bytes > capacity_ - in_use_) {
+  if (bytes > std::max<int64_t>(0, capacity_ - in_use_)) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "Out of HBM on core ", core_id_, ": requested ", bytes, " bytes, ",
         in_use_, " bytes in use of ", capacity_, " bytes capacity (",
-        capacity_ - in_use_,
+        std::max<int64_t>(0, capacity_ - in_use_),
         " bytes available). Deallocate buffers or allocate less."));
   }
   in_use_ += bytes;
   return HbmReservation(shared_from_this(), bytes);
+}
+
+int64_t HbmAccount::capacity() const {
+  absl::MutexLock lock(&mu_);
+  return capacity_;
+}
+
+int64_t HbmAccount::available() const {
+  absl::MutexLock lock(&mu_);
+  return std::max<int64_t>(0, capacity_ - in_use_);
+}
+
+void HbmAccount::LimitCapacity(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  capacity_ = bytes;
+}
+
+void HbmAccount::RestoreCapacity() {
+  absl::MutexLock lock(&mu_);
+  capacity_ = created_capacity_;
 }
 
 int64_t HbmAccount::in_use() const {

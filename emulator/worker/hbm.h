@@ -33,21 +33,29 @@ class HbmAccount : public std::enable_shared_from_this<HbmAccount> {
   absl::StatusOr<HbmReservation> Reserve(int64_t bytes);
 
   int core_id() const { return core_id_; }
-  int64_t capacity() const { return capacity_; }
+  int64_t capacity() const;
   int64_t in_use() const;
-  int64_t available() const { return capacity_ - in_use(); }
+  int64_t available() const;
+
+  // A fault rule's hbm=BYTES: from now on the core reports and enforces
+  // `bytes` (buffers already held stay; in use may then exceed capacity
+  // until they go). RestoreCapacity returns to the capacity it was created
+  // with. REQUIRES: bytes >= 0.
+  void LimitCapacity(int64_t bytes);
+  void RestoreCapacity();
 
  private:
   friend class HbmReservation;
   HbmAccount(int core_id, int64_t capacity)
-      : core_id_(core_id), capacity_(capacity) {}
+      : core_id_(core_id), created_capacity_(capacity), capacity_(capacity) {}
   void Release(int64_t bytes);
 
   // Constant after construction.
   const int core_id_;
-  const int64_t capacity_;
+  const int64_t created_capacity_;
 
   mutable absl::Mutex mu_;
+  int64_t capacity_ ABSL_GUARDED_BY(mu_);
   int64_t in_use_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -2,13 +2,17 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "emulator/faults/fault_wait.h"
 #include "emulator/interpreter/executable.h"
 #include "emulator/worker/device_buffer.h"
+#include "emulator/worker/fault_hooks.h"
 #include "emulator/worker/op_common.h"
 #include "hlo/literal.h"
 #include "hlo/shape.h"
@@ -60,8 +64,8 @@ interpreter::DeviceAssignment ToDevices(
   devices.num_partitions = assignment->computation_devices_size();
   devices.num_replicas =
       assignment->computation_devices(0).replica_device_ids_size();
-  devices.devices.resize(
-      static_cast<size_t>(devices.num_replicas) * devices.num_partitions);
+  devices.devices.resize(static_cast<size_t>(devices.num_replicas) *
+                         devices.num_partitions);
   for (int c = 0; c < devices.num_partitions; ++c) {
     const auto& ids = assignment->computation_devices(c).replica_device_ids();
     for (int r = 0; r < devices.num_replicas && r < ids.size(); ++r) {
@@ -132,31 +136,37 @@ absl::StatusOr<BuiltOp> BuildCompile(
   BuiltOp op;
   op.body = [ctx, role, module = std::move(module),
              replicas = static_cast<int>(num_replicas)]() {
-    ctx.worker->pool->Schedule([ctx, role, module, replicas]() {
-      interpreter::CompileOptions options;
-      options.num_replicas = replicas;
-      options.tpu_numerics = ctx.worker->options.tpu_numerics;
-      absl::StatusOr<std::unique_ptr<interpreter::Executable>> executable =
-          interpreter::Executable::Compile(*module, options);
-      if (!executable.ok()) {
-        return ctx.Finish(absl::Status(
-            executable.status().code(),
-            absl::StrCat(role, ": ", executable.status().message())));
-      }
-      absl::StatusOr<std::shared_ptr<CompiledProgram>> program =
-          MakeCompiledProgram(*std::move(executable), replicas, *module);
-      if (!program.ok()) {
-        return ctx.Finish(absl::InternalError(absl::StrCat(
-            role, ": the compiled program has an invalid program shape: ",
-            program.status().message())));
-      }
-      auto entry = MakeResponseEntry(ctx.wire_id, absl::OkStatus());
-      *entry->mutable_compile()->mutable_metadata()->mutable_program_shape() =
-          (*program)->executable->program_shape();
-      absl::Status added = ctx.session->Add(ctx.op, *std::move(program));
-      if (!added.ok()) return ctx.Finish(added);
-      ctx.Finish(std::move(entry), nullptr, absl::OkStatus());
-    });
+    StartWithFaults(
+        ctx, faults::OpKind::kCompile, /*core_id=*/-1, module->name(),
+        [ctx, role, module, replicas](double) {
+          ctx.worker->pool->Schedule([ctx, role, module, replicas]() {
+            interpreter::CompileOptions options;
+            options.num_replicas = replicas;
+            options.tpu_numerics = ctx.worker->options.tpu_numerics;
+            absl::StatusOr<std::unique_ptr<interpreter::Executable>>
+                executable = interpreter::Executable::Compile(*module, options);
+            if (!executable.ok()) {
+              return ctx.Finish(absl::Status(
+                  executable.status().code(),
+                  absl::StrCat(role, ": ", executable.status().message())));
+            }
+            absl::StatusOr<std::shared_ptr<CompiledProgram>> program =
+                MakeCompiledProgram(*std::move(executable), replicas, *module);
+            if (!program.ok()) {
+              return ctx.Finish(absl::InternalError(absl::StrCat(
+                  role, ": the compiled program has an invalid program shape: ",
+                  program.status().message())));
+            }
+            auto entry = MakeResponseEntry(ctx.wire_id, absl::OkStatus());
+            *entry->mutable_compile()
+                 ->mutable_metadata()
+                 ->mutable_program_shape() =
+                (*program)->executable->program_shape();
+            absl::Status added = ctx.session->Add(ctx.op, *std::move(program));
+            if (!added.ok()) return ctx.Finish(added);
+            ctx.Finish(std::move(entry), nullptr, absl::OkStatus());
+          });
+        });
   };
   return op;
 }
@@ -173,11 +183,15 @@ absl::StatusOr<BuiltOp> BuildLoad(
   op.body = [ctx, role, handle = *handle,
              core_id = static_cast<int>(request.core_id())]() {
     auto compiled = ctx.session->GetCompiled(handle, role);
-    if (!compiled.ok()) return ctx.Finish(compiled.status());
-    auto loaded = std::make_shared<LoadedProgram>();
-    loaded->program = *std::move(compiled);
-    loaded->core_id = core_id;
-    ctx.Finish(ctx.session->Add(ctx.op, std::move(loaded)));
+    const std::string program = compiled.ok() ? (*compiled)->name : "";
+    StartWithFaults(ctx, faults::OpKind::kLoad, core_id, program,
+                    [ctx, compiled, core_id](double) {
+                      if (!compiled.ok()) return ctx.Finish(compiled.status());
+                      auto loaded = std::make_shared<LoadedProgram>();
+                      loaded->program = *compiled;
+                      loaded->core_id = core_id;
+                      ctx.Finish(ctx.session->Add(ctx.op, std::move(loaded)));
+                    });
   };
   return op;
 }
@@ -190,7 +204,14 @@ absl::StatusOr<BuiltOp> BuildUnload(
       UseHandle(ctx, request.loaded_program_handle(), role, &op);
   if (!handle.ok()) return handle.status();
   op.body = [ctx, role, handle = *handle]() {
-    ctx.Finish(ctx.session->TakeLoaded(handle, role).status());
+    auto loaded = ctx.session->GetLoaded(handle, role);
+    const int core_id = loaded.ok() ? (*loaded)->core_id : -1;
+    const std::string program = loaded.ok() ? (*loaded)->program->name : "";
+    StartWithFaults(
+        ctx, faults::OpKind::kUnload, core_id, program,
+        [ctx, role, handle](double) {
+          ctx.Finish(ctx.session->TakeLoaded(handle, role).status());
+        });
   };
   return op;
 }
@@ -295,6 +316,11 @@ absl::StatusOr<BuiltOp> BuildExecute(
     ctx.worker->cores[local]->Schedule([ctx, role, compiled, context, devices,
                                         core_id, in = std::move(in),
                                         out = std::move(out), per_element]() {
+      // Fault rules meet the execute as its core starts it: a delay or hang
+      // holds the core, as a slow or stuck program would.
+      const std::optional<double> slow_factor =
+          StartOnCore(ctx, faults::OpKind::kExecute, core_id, compiled->name);
+      if (!slow_factor.has_value()) return;  // the fault finished it
       if (context.cancelled->load()) {
         return ctx.Finish(absl::CancelledError(
             absl::StrCat(role, ": the client was closed before it ran.")));
@@ -311,13 +337,15 @@ absl::StatusOr<BuiltOp> BuildExecute(
       absl::StatusOr<std::unique_ptr<Launch>> launch =
           ctx.worker->collectives->BeginLaunch(std::move(info));
       if (!launch.ok()) {
-        return ctx.Finish(absl::Status(
-            launch.status().code(),
-            absl::StrCat(role, ": ", launch.status().message())));
+        return ctx.Finish(
+            absl::Status(launch.status().code(),
+                         absl::StrCat(role, ": ", launch.status().message())));
       }
+      FaultingCollectives collectives(ctx, launch->get(), core_id,
+                                      compiled->name);
       interpreter::ExecutionContext run = context;
       run.assignment = devices.get();
-      run.collectives = launch->get();
+      run.collectives = &collectives;
       std::vector<Literal> arguments;
       arguments.reserve(in.size());
       for (size_t i = 0; i < in.size(); ++i) {
@@ -327,8 +355,14 @@ absl::StatusOr<BuiltOp> BuildExecute(
         if (!argument.ok()) return ctx.Finish(argument.status());
         arguments.push_back(*std::move(argument));
       }
+      const absl::Time started = absl::Now();
       absl::StatusOr<Literal> value = compiled->executable->Execute(
           std::move(arguments), run, /*stats=*/nullptr);
+      if (*slow_factor > 1) {
+        // slow=FACTOR: the program takes FACTOR times as long as it did.
+        faults::SleepUnlessCancelled(
+            (absl::Now() - started) * (*slow_factor - 1), context.cancelled);
+      }
       if (!value.ok()) {
         return ctx.Finish(
             absl::Status(value.status().code(),

@@ -108,10 +108,49 @@ void ResponseSink::Detach() {
   detached_ = true;
   pending_.clear();
   on_drained_ = nullptr;
+  on_drop_ = nullptr;
   if (delivering_ && delivering_thread_ == std::this_thread::get_id()) return;
-  auto idle = [this]()
-                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !delivering_; };
+  const bool in_drop =
+      dropping_ > 0 && dropping_thread_ == std::this_thread::get_id();
+  auto idle = [this, in_drop]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !delivering_ && (in_drop || dropping_ == 0);
+  };
   mu_.Await(absl::Condition(&idle));
+}
+
+void ResponseSink::SetDropHandler(
+    std::function<void(const absl::Status&)> handler) {
+  absl::MutexLock lock(&mu_);
+  on_drop_ = std::move(handler);
+}
+
+void ResponseSink::Drop(const absl::Status& status) {
+  std::function<void(const absl::Status&)> handler;
+  {
+    absl::MutexLock lock(&mu_);
+    if (detached_) return;
+    // Detached as Detach() does, but the handler is kept: until it returns,
+    // a Detach on another thread (the transport going away) waits for it.
+    detached_ = true;
+    pending_.clear();
+    on_drained_ = nullptr;
+    handler = std::move(on_drop_);
+    on_drop_ = nullptr;
+    if (handler) {
+      ++dropping_;
+      dropping_thread_ = std::this_thread::get_id();
+    }
+    if (!delivering_ || delivering_thread_ != std::this_thread::get_id()) {
+      auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !delivering_;
+      };
+      mu_.Await(absl::Condition(&idle));
+    }
+  }
+  if (!handler) return;
+  handler(status);
+  absl::MutexLock lock(&mu_);
+  --dropping_;
 }
 
 int64_t ResponseSink::outstanding() const {

@@ -61,6 +61,14 @@ class ResponseSink {
 
   int64_t outstanding() const;
 
+  // What the transport does when the stream must end abruptly (a fault
+  // rule's drop_stream): e.g. end the call with an error. Transports that
+  // cannot end a stream leave it unset.
+  void SetDropHandler(std::function<void(const absl::Status&)> handler);
+  // Ends the stream abruptly: detaches (nothing more is delivered), then
+  // runs the drop handler with `status`, once.
+  void Drop(const absl::Status& status);
+
  private:
   void DeliverPending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -78,6 +86,9 @@ class ResponseSink {
   std::thread::id delivering_thread_ ABSL_GUARDED_BY(mu_);
   bool detached_ ABSL_GUARDED_BY(mu_) = false;
   std::function<void()> on_drained_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const absl::Status&)> on_drop_ ABSL_GUARDED_BY(mu_);
+  int dropping_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread::id dropping_thread_ ABSL_GUARDED_BY(mu_);
 };
 
 // A response entry for `operation_id` with `status` (code always set).

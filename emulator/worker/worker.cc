@@ -42,6 +42,10 @@ class StreamImpl : public WorkerStream {
   void Finish() override;
   void FinishAsync(std::function<void()> done) override;
   void Abort() override;
+  void SetDropHandler(
+      std::function<void(const absl::Status&)> handler) override {
+    sink_->SetDropHandler(std::move(handler));
+  }
 
  private:
   WorkerImpl* const worker_;
@@ -86,6 +90,7 @@ class WorkerImpl : public Worker {
     return hub_->SliceReport(history);
   }
   CollectiveHub& collective_hub() override { return *hub_; }
+  faults::FaultPlan& fault_plan() const override { return *faults_; }
 
   std::shared_ptr<Session> FindSession(uint32_t client_id);
   void CloseClient(uint32_t client_id, const absl::Status& reason);
@@ -102,6 +107,10 @@ class WorkerImpl : public Worker {
   WorkerContext context_;
   const std::shared_ptr<TimerQueue> timers_;
   const std::shared_ptr<SweepState> sweep_;
+  const std::shared_ptr<faults::FaultPlan> faults_;
+  // Delayed and held operations off the cores; joined once every client
+  // is closed.
+  faults::FaultThreads fault_threads_;
 
   absl::Mutex mu_;
   // Outlives the cores: programs blocked in collectives leave through it.
@@ -122,7 +131,10 @@ class WorkerImpl : public Worker {
 WorkerImpl::WorkerImpl(const WorkerOptions& options, Topology topology)
     : context_{options, topology, {}, nullptr, {}, nullptr},
       timers_(std::make_shared<TimerQueue>()),
-      sweep_(std::make_shared<SweepState>()) {
+      sweep_(std::make_shared<SweepState>()),
+      faults_(options.fault_plan != nullptr
+                  ? options.fault_plan
+                  : std::make_shared<faults::FaultPlan>()) {
   int threads = options.compute_threads;
   if (threads <= 0) {
     threads =
@@ -157,6 +169,16 @@ WorkerImpl::WorkerImpl(const WorkerOptions& options, Topology topology)
   };
   hub_ = std::make_unique<CollectiveHub>(std::move(hub_options));
   context_.collectives = hub_.get();
+  context_.faults = faults_.get();
+  context_.fault_threads = &fault_threads_;
+  context_.close_client = [this](uint32_t client_id,
+                                 const absl::Status& reason) {
+    CloseClient(client_id, reason);
+  };
+  // Clearing the rules gives every core its whole HBM back.
+  faults_->OnClear([hbm = context_.hbm]() {
+    for (const auto& account : hbm) account->RestoreCapacity();
+  });
   {
     absl::MutexLock lock(&sweep_->mu);
     sweep_->worker = this;
@@ -186,6 +208,8 @@ WorkerImpl::~WorkerImpl() {
   // of the closed sessions leave their collectives.
   hub_->StopReporting();
   hub_->WakeWaiters();
+  // Operations held by fault rules saw their clients cancelled and end.
+  fault_threads_.JoinAll();
   // Members: the core queues drain first (their programs stop at the next
   // instruction boundary, being cancelled), then the pool, then Eigen.
   cores_.clear();

@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "emulator/collectives/collective_hub.h"
 #include "emulator/collectives/peer_link.h"
+#include "emulator/faults/fault_plan.h"
 #include "emulator/worker/transfer_data.h"
 #include "proto/control.pb.h"
 #include "proto/tpu_driver.pb.h"
@@ -68,6 +69,9 @@ struct WorkerOptions {
   // collectives whose groups span workers meet (emulator/service builds it
   // from --pod_addresses). Null: groups stay within this worker.
   std::shared_ptr<PeerLink> peers;
+  // Fault rules (emulator/faults/fault_plan.h) every operation consults as
+  // it starts. Null: the worker starts with an empty plan of its own.
+  std::shared_ptr<faults::FaultPlan> fault_plan;
 };
 
 // One StreamExecute call. Requests go in through Submit; responses come out
@@ -97,6 +101,13 @@ class WorkerStream {
 
   // The transport broke: the client is gone. Its state is released.
   virtual void Abort() = 0;
+
+  // How the transport ends this stream abruptly when a fault rule's
+  // drop_stream says so (the worker has then released the stream's client).
+  // Runs at most once, on a worker thread. Unset: the stream only stops
+  // delivering.
+  virtual void SetDropHandler(
+      std::function<void(const absl::Status&)> handler) {}
 };
 
 class Worker {
@@ -133,6 +144,9 @@ class Worker {
 
   // Where this worker's cores meet (the peer service joins it).
   virtual CollectiveHub& collective_hub() = 0;
+  // The fault rules this worker applies; rules added or cleared take effect
+  // for operations that start afterwards.
+  virtual faults::FaultPlan& fault_plan() const = 0;
 };
 
 }  // namespace tpu::emulator

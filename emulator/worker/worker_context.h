@@ -8,10 +8,15 @@
 // Thread safety: immutable after construction; the objects it points to are
 // safe for concurrent use.
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "emulator/collectives/collective_hub.h"
+#include "emulator/faults/fault_plan.h"
+#include "emulator/faults/fault_wait.h"
 #include "emulator/worker/hbm.h"
 #include "emulator/worker/topology.h"
 #include "emulator/worker/work_queue.h"
@@ -36,6 +41,14 @@ struct WorkerContext {
   const Eigen::ThreadPoolDevice* device = nullptr;
   // Where cores meet at collectives. Not owned.
   CollectiveHub* collectives = nullptr;
+  // The fault rules operations consult as they start, and the threads that
+  // delayed or held operations wait on. Not owned.
+  faults::FaultPlan* faults = nullptr;
+  faults::FaultThreads* fault_threads = nullptr;
+  // Releases a client as Close does, failing its waiting operations with
+  // `reason` (a fault rule's drop_stream).
+  std::function<void(uint32_t client_id, const absl::Status& reason)>
+      close_client;
 };
 
 }  // namespace tpu::emulator

@@ -2,6 +2,7 @@
 // service (proto/control.proto, on the same port as the TPU protocol).
 //
 //   tpu_ctl --target=HOST:PORT waits [--format=text|json] [--history=N]
+//   tpu_ctl --target=HOST:PORT faults add 'RULE' | list | clear
 //
 // `waits` prints, per core, what it runs or which collective it waits in and
 // for which cores, what those do instead, and the wait-for cycles.
@@ -22,6 +23,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/control.grpc.pb.h"
 #include "proto/wait_report_text.h"
+#include "tools/tpu_ctl/faults_command.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:8470",
           "The worker: HOST:PORT (a grpc:// prefix is accepted).");
@@ -76,13 +78,19 @@ int main(int argc, char** argv) {
       "Asks a running tpu_emulator what it is doing.\nUsage: tpu_ctl "
       "--target=HOST:PORT waits [--format=text|json] [--history=N]");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  if (args.size() != 2) return Usage("expected one command: waits");
+  if (args.size() < 2) return Usage("expected a command: waits or faults");
   std::string target = absl::GetFlag(FLAGS_target);
   if (absl::StartsWith(target, "grpc://")) target = target.substr(7);
   auto channel =
       grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
   auto stub = tpu_emulator::Control::NewStub(channel);
   const std::string command = args[1];
+  if (command == "faults") {
+    return tpu::tools::RunFaultsCommand(
+        *stub, target, std::vector<std::string>(args.begin() + 2, args.end()),
+        absl::GetFlag(FLAGS_timeout));
+  }
+  if (args.size() != 2) return Usage("waits takes no arguments");
   if (command == "waits") return Waits(*stub, target);
   return Usage(absl::StrCat("unknown command '", command, "'"));
 }

@@ -8,7 +8,8 @@
 //                [--pod_hosts=1] [--host_id=0] [--tpu_numerics=false]
 //                [--max_idle_time_seconds=3600] [--compute_threads=0]
 //                [--unknown_handle_wait_ms=5000] [--report_waits_after=10s]
-//                [--launch_barrier] [--record_dir=DIR]
+//                [--launch_barrier] [--record_dir=DIR] [--fault='RULE']...
+//                [--fault_plan=FILE]
 //
 // Prints "tpu_emulator listening on HOST:PORT" (plus " (TLS)" or " (mutual
 // TLS)", and " and unix:PATH" with --unix_socket) once it serves (and writes
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,8 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "emulator/faults/fault_plan.h"
+#include "emulator/faults/fault_plan_file.h"
 #include "emulator/service/server.h"
 #include "hlo/host_memory.h"
 
@@ -85,7 +89,38 @@ ABSL_FLAG(int64_t, unknown_handle_wait_ms, 5000,
           "Milliseconds an operation waits for a handle or event whose "
           "operation has not arrived yet, before failing NOT_FOUND.");
 
+ABSL_FLAG(std::string, fault, "",
+          "A fault rule, e.g. 'execute core=1 nth=1 delay=200ms' (see the "
+          "README's fault grammar). Repeatable: every --fault adds a rule. A "
+          "rule that does not parse stops the worker from starting.");
+ABSL_FLAG(std::string, fault_plan, "",
+          "A file of fault rules, one per line ('#' starts a comment line); "
+          "its rules come after the --fault ones.");
+
 namespace {
+
+// absl keeps only the last value of a repeated flag, so every --fault is
+// taken out of argv before absl parses it. Returns the rules in order.
+std::vector<std::string> TakeFaultFlags(int* argc, char** argv) {
+  std::vector<std::string> rules;
+  int out = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") {
+      while (i < *argc) argv[out++] = argv[i++];
+      break;
+    }
+    if (arg.rfind("--fault=", 0) == 0) {
+      rules.push_back(arg.substr(8));
+    } else if (arg == "--fault" && i + 1 < *argc) {
+      rules.push_back(argv[++i]);
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  *argc = out;
+  return rules;
+}
 
 int Fail(const std::string& message) {
   fprintf(stderr, "tpu_emulator: %s\n", message.c_str());
@@ -128,7 +163,9 @@ int main(int argc, char** argv) {
       "[--pod_addresses=H0:P0,H1:P1,...] "
       "[--tpu_numerics=false] [--max_idle_time_seconds=3600] "
       "[--compute_threads=0] [--unknown_handle_wait_ms=5000] "
-      "[--report_waits_after=10s] [--launch_barrier] [--record_dir=DIR]");
+      "[--report_waits_after=10s] [--launch_barrier] [--record_dir=DIR] "
+      "[--fault='RULE']... [--fault_plan=FILE]");
+  const std::vector<std::string> fault_rules = TakeFaultFlags(&argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
     return Fail(
@@ -166,6 +203,21 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_unknown_handle_wait_ms);
   options.worker.report_waits_after = absl::GetFlag(FLAGS_report_waits_after);
   options.worker.launch_barrier = absl::GetFlag(FLAGS_launch_barrier);
+  auto plan = std::make_shared<tpu::emulator::faults::FaultPlan>();
+  for (const std::string& rule : fault_rules) {
+    absl::StatusOr<int> added = plan->Add(rule);
+    if (!added.ok()) {
+      return Fail(
+          absl::StrCat("bad --fault='", rule, "': ", added.status().message()));
+    }
+  }
+  if (const std::string path = absl::GetFlag(FLAGS_fault_plan); !path.empty()) {
+    absl::Status loaded = tpu::emulator::faults::AddRulesFromFile(path, &*plan);
+    if (!loaded.ok()) {
+      return Fail(absl::StrCat("bad --fault_plan: ", loaded.message()));
+    }
+  }
+  options.worker.fault_plan = plan;
 
   absl::StatusOr<std::unique_ptr<tpu::emulator::Server>> server =
       tpu::emulator::Server::Start(options);
