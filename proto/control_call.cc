@@ -38,8 +38,11 @@ absl::StatusOr<std::string> ChannelAddress(absl::string_view target) {
 
 absl::StatusOr<const pb::MethodDescriptor*> FindMethod(
     absl::string_view method) {
+  // Reached through a message of the same file, which also makes sure the
+  // generated descriptors are linked in.
   const pb::ServiceDescriptor* service =
-      tpu_emulator::Control::descriptor();  // Links the generated service.
+      tpu_emulator::WaitReport::descriptor()->file()->FindServiceByName(
+          "Control");
   const pb::MethodDescriptor* found =
       service->FindMethodByName(std::string(method));
   if (found != nullptr) return found;
