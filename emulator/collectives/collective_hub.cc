@@ -58,6 +58,9 @@ struct CollectiveHub::Meeting {
   absl::Status status;
   std::vector<Literal> outputs;
   int collected = 0;
+  // The last to arrive, and when (on the trace's clock).
+  int last_core = -1;
+  int64_t last_arrival_micros = 0;
 };
 
 Launch::Launch(CollectiveHub* hub, LaunchInfo info, int64_t number)
@@ -208,6 +211,28 @@ absl::StatusOr<Literal> CollectiveHub::Exchange(
   core->since = start;
   core->logged = false;
 
+  // The trace: a waiter's rendezvous wait is one slice, the exchange that
+  // follows another.
+  trace::Recorder* const recorder = options_.recorder;
+  const int64_t track = trace::CoreTrack(info.core);
+  const int64_t arrived_micros =
+      recorder != nullptr ? recorder->NowMicros() : 0;
+  uint64_t wait_slice = 0;
+  if (meeting->arrived_count == n) {
+    meeting->last_core = info.core;
+    meeting->last_arrival_micros = arrived_micros;
+  } else if (recorder != nullptr && recorder->on()) {
+    wait_slice = recorder->Begin(
+        track, absl::StrCat(request.instruction, " wait"), "collective wait",
+        trace::Args()
+            .Add("kind", request.kind)
+            .Add("program", info.program)
+            .Add("launch", launch.number_)
+            .Add("group", DevicesKey(request.devices))
+            .members(),
+        arrived_micros);
+  }
+
   if (meeting->arrived_count == n) {
     // The last arrival combines, outside the lock: a 64 MiB reduction must
     // not stop other cores from arriving elsewhere.
@@ -244,6 +269,29 @@ absl::StatusOr<Literal> CollectiveHub::Exchange(
   }
   core->activity = tpu_emulator::CoreWait::RUNNING;
   core->meeting.reset();
+  if (recorder != nullptr && recorder->on()) {
+    if (!meeting->done) {
+      recorder->End(wait_slice, "\"cancelled\": true");
+    } else {
+      const int64_t exchange_start =
+          std::max(arrived_micros, meeting->last_arrival_micros);
+      recorder->End(wait_slice, "", exchange_start);
+      if (wait_slice != 0) {
+        recorder->Flow(absl::StrCat("waited for core ", meeting->last_core),
+                       track, arrived_micros,
+                       trace::CoreTrack(meeting->last_core), exchange_start);
+      }
+      recorder->Complete(
+          track, request.instruction, "collective exchange", exchange_start,
+          recorder->NowMicros() - exchange_start,
+          trace::Args()
+              .Add("kind", request.kind)
+              .Add("signature", request.signature)
+              .Add("status", meeting->status.ok() ? std::string("OK")
+                                                  : meeting->status.ToString())
+              .members());
+    }
+  }
   if (!meeting->done) {
     // Cancelled while waiting: withdraw, so the meeting does not hold data
     // for a participant that is gone.

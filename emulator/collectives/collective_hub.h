@@ -35,6 +35,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "emulator/interpreter/collectives.h"
+#include "emulator/trace/recorder.h"
 #include "proto/control.pb.h"
 
 namespace tpu::emulator {
@@ -52,6 +53,10 @@ struct CollectiveHubOptions {
   // Check at launch that every core of a multi-core device assignment starts
   // the same program for the same launch (TPU's enhanced launch barrier).
   bool launch_barrier = false;
+  // Where each core's collective waits and exchanges go when tracing (one
+  // slice each, and an arrow from a waiter to the last to arrive). Not
+  // owned; may be null.
+  trace::Recorder* recorder = nullptr;
 };
 
 // What a core is about to run.

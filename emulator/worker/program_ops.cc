@@ -2,12 +2,15 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "emulator/interpreter/executable.h"
+#include "emulator/trace/program_profile.h"
+#include "emulator/trace/recorder.h"
 #include "emulator/worker/device_buffer.h"
 #include "emulator/worker/op_common.h"
 #include "hlo/literal.h"
@@ -60,8 +63,8 @@ interpreter::DeviceAssignment ToDevices(
   devices.num_partitions = assignment->computation_devices_size();
   devices.num_replicas =
       assignment->computation_devices(0).replica_device_ids_size();
-  devices.devices.resize(
-      static_cast<size_t>(devices.num_replicas) * devices.num_partitions);
+  devices.devices.resize(static_cast<size_t>(devices.num_replicas) *
+                         devices.num_partitions);
   for (int c = 0; c < devices.num_partitions; ++c) {
     const auto& ids = assignment->computation_devices(c).replica_device_ids();
     for (int r = 0; r < devices.num_replicas && r < ids.size(); ++r) {
@@ -133,6 +136,18 @@ absl::StatusOr<BuiltOp> BuildCompile(
   op.body = [ctx, role, module = std::move(module),
              replicas = static_cast<int>(num_replicas)]() {
     ctx.worker->pool->Schedule([ctx, role, module, replicas]() {
+      trace::Recorder* const recorder = ctx.worker->recorder;
+      trace::ScopedSlice slice(
+          recorder,
+          recorder->on()
+              ? recorder->Begin(trace::ClientTrack(ctx.session->client_id()),
+                                absl::StrCat("compile ", module->name()),
+                                "compile",
+                                trace::Args()
+                                    .Add("operation", ctx.Name())
+                                    .Add("replicas", replicas)
+                                    .members())
+              : 0);
       interpreter::CompileOptions options;
       options.num_replicas = replicas;
       options.tpu_numerics = ctx.worker->options.tpu_numerics;
@@ -311,13 +326,50 @@ absl::StatusOr<BuiltOp> BuildExecute(
       absl::StatusOr<std::unique_ptr<Launch>> launch =
           ctx.worker->collectives->BeginLaunch(std::move(info));
       if (!launch.ok()) {
-        return ctx.Finish(absl::Status(
-            launch.status().code(),
-            absl::StrCat(role, ": ", launch.status().message())));
+        return ctx.Finish(
+            absl::Status(launch.status().code(),
+                         absl::StrCat(role, ": ", launch.status().message())));
       }
+      // What the TPU did: a slice per program on the core's track, the
+      // core's and client's busy time, and optionally per instruction.
+      trace::Recorder* const recorder = ctx.worker->recorder;
+      const uint32_t client_id = ctx.session->client_id();
+      const int64_t started = recorder->NowMicros();
+      trace::ScopedSlice slice(
+          recorder, recorder->on() ? recorder->Begin(
+                                         trace::CoreTrack(core_id),
+                                         absl::StrCat(compiled->name, " #",
+                                                      (*launch)->number()),
+                                         "program",
+                                         trace::Args()
+                                             .Add("program", compiled->name)
+                                             .Add("launch", (*launch)->number())
+                                             .Add("client", client_id)
+                                             .Add("operation", ctx.Name())
+                                             .members(),
+                                         started)
+                                   : 0);
+      const bool profile = ctx.worker->options.profile_programs;
+      const bool trace_instructions = recorder->instructions();
+      std::optional<trace::InstructionTimer> timer;
+      if (profile || trace_instructions) {
+        timer.emplace(trace_instructions ? recorder : nullptr,
+                      trace::CoreTrack(core_id), profile);
+      }
+      struct CountRun {
+        ~CountRun() {
+          ctx->worker->activity->ProgramRan(
+              core, client, ctx->worker->recorder->NowMicros() - started);
+        }
+        const OpContext* ctx;
+        int core;
+        uint32_t client;
+        int64_t started;
+      } count_run{&ctx, core_id, client_id, started};
       interpreter::ExecutionContext run = context;
       run.assignment = devices.get();
       run.collectives = launch->get();
+      if (timer.has_value()) run.observer = &*timer;
       std::vector<Literal> arguments;
       arguments.reserve(in.size());
       for (size_t i = 0; i < in.size(); ++i) {
@@ -329,6 +381,10 @@ absl::StatusOr<BuiltOp> BuildExecute(
       }
       absl::StatusOr<Literal> value = compiled->executable->Execute(
           std::move(arguments), run, /*stats=*/nullptr);
+      if (profile) {
+        ctx.worker->profiles->AddRun(compiled->name, compiled->fingerprint,
+                                     timer->samples());
+      }
       if (!value.ok()) {
         return ctx.Finish(
             absl::Status(value.status().code(),

@@ -23,8 +23,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "emulator/worker/transfer_data.h"
 #include "absl/time/time.h"
+#include "emulator/worker/transfer_data.h"
 #include "proto/control.pb.h"
 #include "proto/tpu_driver.pb.h"
 #include "proto/tpu_service.pb.h"
@@ -62,6 +62,9 @@ struct WorkerOptions {
   // the same program for the same launch, failing all of them with
   // FAILED_PRECONDITION otherwise (TPU's enhanced launch barrier).
   bool launch_barrier = false;
+  // Time every top-level instruction of every program run, per compiled
+  // program (the control service's GetProfile).
+  bool profile_programs = false;
 };
 
 // One StreamExecute call. Requests go in through Submit; responses come out
@@ -123,6 +126,18 @@ class Worker {
   // Who runs and waits for whom, now, with up to `history` of each core's
   // most recent collectives (the control service's GetWaitReport).
   virtual tpu_emulator::WaitReport WaitReport(int history) const = 0;
+
+  // What the emulated TPU did (emulator/trace/). StartTrace: records a
+  // timeline until StopTrace, which returns it as Chrome trace-event JSON;
+  // FAILED_PRECONDITION when already recording / not recording.
+  virtual absl::Status StartTrace(bool instructions) = 0;
+  virtual absl::StatusOr<std::string> StopTrace() = 0;
+  // Per core and per client usage and activity now.
+  virtual tpu_emulator::WorkerStats Stats() const = 0;
+  // Per-instruction profiles of programs named `program` (all if empty);
+  // empty unless WorkerOptions::profile_programs.
+  virtual tpu_emulator::GetProfileResponse Profile(
+      const std::string& program) const = 0;
 };
 
 }  // namespace tpu::emulator

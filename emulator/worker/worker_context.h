@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "emulator/collectives/collective_hub.h"
+#include "emulator/trace/activity.h"
+#include "emulator/trace/program_profile.h"
+#include "emulator/trace/recorder.h"
 #include "emulator/worker/hbm.h"
 #include "emulator/worker/topology.h"
 #include "emulator/worker/work_queue.h"
@@ -36,6 +39,11 @@ struct WorkerContext {
   const Eigen::ThreadPoolDevice* device = nullptr;
   // Where cores meet at collectives. Not owned.
   CollectiveHub* collectives = nullptr;
+  // What the TPU did (emulator/trace/): the timeline, programs run and busy
+  // time, per-program profiles. Not owned.
+  trace::Recorder* recorder = nullptr;
+  trace::ActivityCounters* activity = nullptr;
+  trace::ProgramProfiles* profiles = nullptr;
 };
 
 }  // namespace tpu::emulator

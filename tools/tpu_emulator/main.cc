@@ -8,11 +8,14 @@
 //                [--pod_hosts=1] [--host_id=0] [--tpu_numerics=false]
 //                [--max_idle_time_seconds=3600] [--compute_threads=0]
 //                [--unknown_handle_wait_ms=5000] [--report_waits_after=10s]
-//                [--launch_barrier]
+//                [--launch_barrier] [--trace_out=FILE [--trace_instructions]]
+//                [--profile_programs]
 //
 // Prints "tpu_emulator listening on HOST:PORT" (plus " (TLS)" or " (mutual
 // TLS)", and " and unix:PATH" with --unix_socket) once it serves (and writes
-// PORT to --port_file). SIGINT/SIGTERM shut it down gracefully (exit 0).
+// PORT to --port_file). SIGINT/SIGTERM shut it down gracefully (exit 0),
+// writing the trace to --trace_out first (unless `tpu_ctl trace stop` took
+// it).
 
 #include <signal.h>
 #include <stdio.h>
@@ -73,6 +76,15 @@ ABSL_FLAG(bool, launch_barrier, false,
           "Check at launch that every core of a multi-core device assignment "
           "starts the same program for the same launch, and fail them all "
           "with FAILED_PRECONDITION otherwise (TPU's launch barrier).");
+ABSL_FLAG(std::string, trace_out, "",
+          "Record a timeline from the start and write it here as Chrome "
+          "trace-event JSON on shutdown (SIGINT/SIGTERM); open it in "
+          "https://ui.perfetto.dev.");
+ABSL_FLAG(bool, trace_instructions, false,
+          "With --trace_out: also record every top-level instruction.");
+ABSL_FLAG(bool, profile_programs, false,
+          "Time every top-level instruction per compiled program (tpu_ctl "
+          "profile PROGRAM).");
 ABSL_FLAG(int64_t, unknown_handle_wait_ms, 5000,
           "Milliseconds an operation waits for a handle or event whose "
           "operation has not arrived yet, before failing NOT_FOUND.");
@@ -105,6 +117,26 @@ absl::Status WritePortFile(const std::string& path, int port) {
   return absl::OkStatus();
 }
 
+// The trace recorded since the start, unless `tpu_ctl trace stop` took it.
+absl::Status WriteTrace(tpu::emulator::Worker& worker,
+                        const std::string& path) {
+  absl::StatusOr<std::string> json = worker.StopTrace();
+  if (!json.ok()) {
+    fprintf(stderr, "tpu_emulator: no trace to write to %s: %s\n", path.c_str(),
+            std::string(json.status().message()).c_str());
+    return absl::OkStatus();
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(json->data(), static_cast<std::streamsize>(json->size()));
+  out.close();
+  if (!out) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot write the trace to ", path, " (--trace_out)"));
+  }
+  fprintf(stderr, "tpu_emulator: wrote the trace to %s\n", path.c_str());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,7 +151,8 @@ int main(int argc, char** argv) {
       "[--hbm_bytes_per_core=N] [--pod_hosts=1] [--host_id=0] "
       "[--tpu_numerics=false] [--max_idle_time_seconds=3600] "
       "[--compute_threads=0] [--unknown_handle_wait_ms=5000] "
-      "[--report_waits_after=10s] [--launch_barrier]");
+      "[--report_waits_after=10s] [--launch_barrier] "
+      "[--trace_out=FILE [--trace_instructions]] [--profile_programs]");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
     return Fail(
@@ -155,10 +188,18 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_unknown_handle_wait_ms);
   options.worker.report_waits_after = absl::GetFlag(FLAGS_report_waits_after);
   options.worker.launch_barrier = absl::GetFlag(FLAGS_launch_barrier);
+  options.worker.profile_programs = absl::GetFlag(FLAGS_profile_programs);
+  const std::string trace_out = absl::GetFlag(FLAGS_trace_out);
 
   absl::StatusOr<std::unique_ptr<tpu::emulator::Server>> server =
       tpu::emulator::Server::Start(options);
   if (!server.ok()) return Fail(server.status().ToString());
+
+  if (!trace_out.empty()) {
+    absl::Status tracing = (*server)->worker()->StartTrace(
+        absl::GetFlag(FLAGS_trace_instructions));
+    if (!tracing.ok()) return Fail(tracing.ToString());
+  }
 
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {
@@ -180,6 +221,13 @@ int main(int argc, char** argv) {
   sigwait(&signals, &received);
   fprintf(stderr, "tpu_emulator: %s received, shutting down\n",
           received == SIGINT ? "SIGINT" : "SIGTERM");
+  if (!trace_out.empty()) {
+    // Before the shutdown cancels blocked cores: the trace shows them
+    // blocked.
+    absl::Status written = WriteTrace(*(*server)->worker(), trace_out);
+    if (!written.ok())
+      fprintf(stderr, "tpu_emulator: %s\n", written.ToString().c_str());
+  }
   (*server)->Shutdown();
   server->reset();
   return 0;
