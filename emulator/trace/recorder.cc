@@ -8,6 +8,9 @@
 
 namespace tpu::emulator::trace {
 
+// Slice ids: the recording's generation above these bits, index + 1 below.
+constexpr int kIndexBits = 40;
+
 Args& Args::Add(const std::string& key, int64_t value) {
   absl::StrAppend(&members_, members_.empty() ? "" : ", ", JsonQuote(key), ": ",
                   value);
@@ -31,8 +34,7 @@ absl::Status Recorder::Start(bool instructions) {
         "stop --out=FILE)");
   }
   events_.clear();
-  open_.clear();
-  first_id_ = next_id_;
+  ++generation_;
   instructions_.store(instructions);
   on_.store(true);
   return absl::OkStatus();
@@ -52,16 +54,13 @@ absl::StatusOr<Trace> Recorder::Stop() {
   trace.pid = pid_;
   trace.events = std::move(events_);
   events_.clear();
+  ++generation_;
   // Still open (e.g. a core blocked in a collective): ends now.
-  std::vector<std::pair<uint64_t, Event>> open(open_.begin(), open_.end());
-  open_.clear();
-  std::sort(open.begin(), open.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto& [id, event] : open) {
+  for (Event& event : trace.events) {
+    if (event.dur_micros >= 0) continue;
     event.dur_micros = std::max<int64_t>(0, now - event.ts_micros);
     absl::StrAppend(&event.args, event.args.empty() ? "" : ", ",
                     "\"unfinished\": true");
-    trace.events.push_back(std::move(event));
   }
   trace.track_names.assign(track_names_.begin(), track_names_.end());
   std::sort(trace.track_names.begin(), trace.track_names.end());
@@ -83,27 +82,26 @@ uint64_t Recorder::Begin(int64_t tid, std::string name, std::string category,
   event.tid = tid;
   event.ts_micros = ts_micros < 0 ? NowMicros() : ts_micros;
   event.args = std::move(args);
+  event.dur_micros = -1;
   absl::MutexLock lock(&mu_);
   if (!on_.load()) return 0;
-  const uint64_t id = next_id_++;
-  open_.emplace(id, std::move(event));
-  return id;
+  events_.push_back(std::move(event));
+  return (generation_ << kIndexBits) | events_.size();
 }
 
 void Recorder::End(uint64_t slice, const std::string& args, int64_t ts_micros) {
   if (slice == 0) return;
   const int64_t end = ts_micros < 0 ? NowMicros() : ts_micros;
   absl::MutexLock lock(&mu_);
-  if (slice < first_id_) return;
-  auto it = open_.find(slice);
-  if (it == open_.end()) return;
-  Event event = std::move(it->second);
-  open_.erase(it);
+  // A slice of an earlier recording, or ended already.
+  if (slice >> kIndexBits != generation_) return;
+  const uint64_t index = (slice & ((uint64_t{1} << kIndexBits) - 1)) - 1;
+  if (index >= events_.size() || events_[index].dur_micros >= 0) return;
+  Event& event = events_[index];
   event.dur_micros = std::max<int64_t>(0, end - event.ts_micros);
   if (!args.empty()) {
     absl::StrAppend(&event.args, event.args.empty() ? "" : ", ", args);
   }
-  events_.push_back(std::move(event));
 }
 
 void Recorder::Complete(int64_t tid, std::string name, std::string category,
@@ -147,7 +145,7 @@ void Recorder::Flow(std::string name, int64_t from_tid, int64_t from_ts,
   finish.ts_micros = to_ts;
   absl::MutexLock lock(&mu_);
   if (!on_.load()) return;
-  start.flow_id = finish.flow_id = next_id_++;
+  start.flow_id = finish.flow_id = next_flow_id_++;
   events_.push_back(std::move(start));
   events_.push_back(std::move(finish));
 }

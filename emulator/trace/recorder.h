@@ -129,12 +129,12 @@ class Recorder {
   std::atomic<bool> instructions_{false};
 
   absl::Mutex mu_;
+  // Open slices sit here too, with a negative duration until they end: a
+  // slice id is its recording's generation (high bits) and index + 1.
   std::vector<Event> events_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, Event> open_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, std::string> track_names_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
-  // Slice ids below this belong to earlier recordings.
-  uint64_t first_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_flow_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 // A slice that ends when the guard goes out of scope; inert when the

@@ -6,7 +6,8 @@
 // on one stream of an in-process Worker (500 transfers of 64 bytes and 500
 // executes of a 16-element f32 add on core 0) and waits for every response:
 // one round with tracing off, one with it on (instructions included). Both
-// are measured in the same run, interleaved, so machine noise hits both
+// are measured in the same run (/0: programs, transfers and collectives;
+// /1: also instructions), interleaved, so machine noise hits both
 // alike. Counters: ops_per_s_off, ops_per_s_on, and ratio = time with
 // tracing on / time with it off (issue 17's goal: <= 1.05).
 
@@ -24,6 +25,9 @@
 
 namespace tpu::emulator {
 namespace {
+
+using namespace test_requests;  // NOLINT: the request builders
+using test_programs::AddF32;
 
 constexpr int kPairsPerRound = 500;
 
@@ -64,15 +68,19 @@ void BM_PipelinedSmallOpsTracing(benchmark::State& state) {
   };
 
   absl::Duration off, on;
+  bool on_first = false;
   for (auto _ : state) {
-    off += round();
-    if (!(*worker)->StartTrace(/*instructions=*/true).ok()) {
+    // Alternate which round goes first, so that neither gains from order.
+    on_first = !on_first;
+    if (!on_first) off += round();
+    if (!(*worker)->StartTrace(/*instructions=*/state.range(0) != 0).ok()) {
       return state.SkipWithError("cannot start tracing");
     }
     on += round();
     state.PauseTiming();
     benchmark::DoNotOptimize((*worker)->StopTrace());
     state.ResumeTiming();
+    if (on_first) off += round();
   }
   const double ops = 2.0 * kPairsPerRound * state.iterations();
   state.counters["ops_per_s_off"] = ops / absl::ToDoubleSeconds(off);
@@ -80,7 +88,12 @@ void BM_PipelinedSmallOpsTracing(benchmark::State& state) {
   state.counters["ratio"] =
       absl::ToDoubleSeconds(on) / absl::ToDoubleSeconds(off);
 }
-BENCHMARK(BM_PipelinedSmallOpsTracing)->Iterations(20)->UseRealTime();
+// Arg: whether the trace records instructions too.
+BENCHMARK(BM_PipelinedSmallOpsTracing)
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(20)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace tpu::emulator
