@@ -399,6 +399,8 @@ TEST_F(TraceE2ETest, DeadlockTraceAndPictureShowBothWaits) {
   EXPECT_THAT(dot.out, HasSubstr("core1 -> core0 [label=\"P #0\\nall-reduce "
                                  "s\", color=red"));
   EXPECT_THAT(dot.out, HasSubstr("deadlock: core 0 -> core 1 -> core 0"));
+  // Kept beside the trace (the README's pictures are drawn from these).
+  std::ofstream(Scratch("waits.dot")) << dot.out;
 
   // SIGTERM: the worker writes the trace as it shuts down.
   EXPECT_EQ(worker_->process().Stop(SIGTERM, absl::Seconds(30)), 0);
