@@ -24,6 +24,7 @@ PACKAGES=(
   python3-pytest           # python/tests, run by tools/test.sh
   python3-venv             # the wheel test installs into a fresh venv
   openssl                  # tests/e2e/tls_e2e_test makes its certificates
+  graphviz                 # dot: renders `tpu_ctl waits --format=dot` (README pictures)
 )
 
 missing=()

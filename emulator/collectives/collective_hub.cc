@@ -70,6 +70,9 @@ struct CollectiveHub::Meeting {
   bool checking_peers = false;
   // For a participant of a meeting another worker holds: that worker.
   int coordinator = -1;
+  // The last to arrive, and when (on the trace's clock).
+  int last_core = -1;
+  int64_t last_arrival_micros = 0;
 };
 
 // One participant's arrival at a meeting, from this worker or another.
@@ -330,6 +333,29 @@ absl::StatusOr<Literal> CollectiveHub::Meet(
     remote_waiters_[arrival.core] = RemoteWaiter{meeting, absl::Now()};
   }
 
+  // The trace: a local waiter's rendezvous wait is one slice, the exchange
+  // that follows another (participants from other workers trace there).
+  trace::Recorder* const recorder =
+      core != nullptr ? options_.recorder : nullptr;
+  const int64_t track = trace::CoreTrack(arrival.core);
+  const int64_t arrived_micros =
+      options_.recorder != nullptr ? options_.recorder->NowMicros() : 0;
+  uint64_t wait_slice = 0;
+  if (meeting->arrived_count == n) {
+    meeting->last_core = arrival.core;
+    meeting->last_arrival_micros = arrived_micros;
+  } else if (recorder != nullptr && recorder->on()) {
+    wait_slice = recorder->Begin(
+        track, absl::StrCat(arrival.instruction, " wait"), "collective wait",
+        trace::Args()
+            .Add("kind", arrival.kind)
+            .Add("program", arrival.program)
+            .Add("launch", arrival.launch)
+            .Add("group", DevicesKey(arrival.devices))
+            .members(),
+        arrived_micros);
+  }
+
   if (meeting->arrived_count == n) {
     // The last arrival combines, outside the lock: a 64 MiB reduction must
     // not stop other cores from arriving elsewhere. Any local participant's
@@ -367,6 +393,29 @@ absl::StatusOr<Literal> CollectiveHub::Meet(
     RecordDeparture(*core, sequence, meeting->done);
   } else {
     remote_waiters_.erase(arrival.core);
+  }
+  if (recorder != nullptr && recorder->on()) {
+    if (!meeting->done) {
+      recorder->End(wait_slice, "\"cancelled\": true");
+    } else {
+      const int64_t exchange_start =
+          std::max(arrived_micros, meeting->last_arrival_micros);
+      recorder->End(wait_slice, "", exchange_start);
+      if (wait_slice != 0) {
+        recorder->Flow(absl::StrCat("waited for core ", meeting->last_core),
+                       track, arrived_micros,
+                       trace::CoreTrack(meeting->last_core), exchange_start);
+      }
+      recorder->Complete(
+          track, arrival.instruction, "collective exchange", exchange_start,
+          recorder->NowMicros() - exchange_start,
+          trace::Args()
+              .Add("kind", arrival.kind)
+              .Add("signature", arrival.signature)
+              .Add("status", meeting->status.ok() ? std::string("OK")
+                                                  : meeting->status.ToString())
+              .members());
+    }
   }
   if (!meeting->done) {
     // Cancelled while waiting: withdraw, so the meeting does not hold data

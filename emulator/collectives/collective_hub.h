@@ -47,6 +47,7 @@
 #include "absl/time/time.h"
 #include "emulator/collectives/peer_link.h"
 #include "emulator/interpreter/collectives.h"
+#include "emulator/trace/recorder.h"
 #include "proto/control.pb.h"
 #include "proto/peer.pb.h"
 
@@ -71,6 +72,10 @@ struct CollectiveHubOptions {
   std::shared_ptr<PeerLink> peers;
   // How long a meeting waits for another worker before pinging it.
   absl::Duration peer_check_period = absl::Milliseconds(250);
+  // Where each core's collective waits and exchanges go when tracing (one
+  // slice each, and an arrow from a waiter to the last to arrive). Not
+  // owned; may be null.
+  trace::Recorder* recorder = nullptr;
 };
 
 // What a core is about to run.

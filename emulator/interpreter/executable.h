@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -38,6 +39,18 @@ struct CompileOptions {
   bool tpu_numerics = false;
 };
 
+// Sees each top-level instruction of the entry computation run (nested
+// computations run inside their caller's instruction). Used by the worker's
+// trace and per-program profile; called on the executing thread.
+class InstructionObserver {
+ public:
+  virtual ~InstructionObserver() = default;
+  virtual void Started(const std::string& instruction) = 0;
+  // `bytes`: the operands' plus the result's size.
+  virtual void Finished(const std::string& instruction,
+                        const std::string& opcode, int64_t bytes) = 0;
+};
+
 // Per-execution facts and hooks.
 struct ExecutionContext {
   int replica_id = 0;
@@ -54,6 +67,9 @@ struct ExecutionContext {
   // When set to true (e.g. the client closed), the execution stops at the
   // next instruction boundary or loop iteration with CANCELLED. Not owned.
   const std::atomic<bool>* cancelled = nullptr;
+  // Told about every top-level instruction; nullptr (the default) costs
+  // nothing. Not owned.
+  InstructionObserver* observer = nullptr;
 };
 
 struct ExecutionStats {

@@ -12,6 +12,16 @@
 namespace tpu::emulator::interpreter {
 namespace {
 
+// Bytes of an array or of every array in a tuple.
+int64_t TotalBytes(const Literal& value) {
+  if (!value.shape().IsTuple()) return value.size_bytes();
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < value.tuple_size(); ++i) {
+    bytes += TotalBytes(value.element(i));
+  }
+  return bytes;
+}
+
 template <typename Fn>
 void ForEachBuffer(const Literal& value, Fn fn) {
   if (value.shape().IsTuple()) {
@@ -167,16 +177,27 @@ absl::StatusOr<Literal> CompiledComputation::Run(
   for (int64_t s : unused_parameter_slots_) release(s);
   arguments.clear();
 
+  InstructionObserver* const observer = std::exchange(state.observer, nullptr);
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
     if (step.kernel != nullptr) {
       absl::Status cancelled = context.CheckCancelled();
       if (!cancelled.ok()) return cancelled;
       operands.clear();
+      int64_t operand_bytes = 0;
       for (size_t o = 0; o < step.operand_slots.size(); ++o) {
         operands.push_back({&slots[step.operand_slots[o]], step.last_use[o]});
+        if (observer != nullptr) {
+          operand_bytes += TotalBytes(slots[step.operand_slots[o]]);
+        }
       }
+      if (observer != nullptr) observer->Started(step.instruction->name());
       absl::StatusOr<Literal> result = step.kernel->Run(context, operands);
+      if (observer != nullptr) {
+        observer->Finished(
+            step.instruction->name(), step.instruction->opcode(),
+            operand_bytes + (result.ok() ? TotalBytes(*result) : 0));
+      }
       if (!result.ok()) {
         if (result.status().code() == absl::StatusCode::kCancelled) {
           return result.status();

@@ -27,7 +27,8 @@ namespace tpu::emulator::interpreter {
 
 class ExecState {
  public:
-  explicit ExecState(const ExecutionContext& context) : context_(context) {}
+  explicit ExecState(const ExecutionContext& context)
+      : observer(context.observer), context_(context) {}
 
   const ExecutionContext& context() const { return context_; }
 
@@ -37,6 +38,9 @@ class ExecState {
   void Release(const Literal& value);
   int64_t peak_live_bytes() const { return peak_; }
   int64_t instructions_executed = 0;
+  // The context's observer until the entry computation takes it: nested
+  // computations then find none, so only top-level instructions are seen.
+  InstructionObserver* observer = nullptr;
   // Values sent and not yet received, per channel id: send and recv-done of
   // one program pair up within its execution (oldest send first).
   absl::flat_hash_map<int64_t, std::deque<Literal>> channels;

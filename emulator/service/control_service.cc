@@ -48,4 +48,42 @@ grpc::Status ControlService::ClearFaults(
   return grpc::Status::OK;
 }
 
+namespace {
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+}  // namespace
+
+grpc::Status ControlService::StartTrace(
+    grpc::ServerContext*, const tpu_emulator::StartTraceRequest* request,
+    tpu_emulator::StartTraceResponse*) {
+  return ToGrpc(worker_->StartTrace(request->instructions()));
+}
+
+grpc::Status ControlService::StopTrace(
+    grpc::ServerContext*, const tpu_emulator::StopTraceRequest*,
+    tpu_emulator::StopTraceResponse* response) {
+  absl::StatusOr<std::string> json = worker_->StopTrace();
+  if (!json.ok()) return ToGrpc(json.status());
+  response->set_trace_json(*std::move(json));
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::GetStats(grpc::ServerContext*,
+                                      const tpu_emulator::GetStatsRequest*,
+                                      tpu_emulator::WorkerStats* response) {
+  *response = worker_->Stats();
+  return grpc::Status::OK;
+}
+
+grpc::Status ControlService::GetProfile(
+    grpc::ServerContext*, const tpu_emulator::GetProfileRequest* request,
+    tpu_emulator::GetProfileResponse* response) {
+  *response = worker_->Profile(request->program());
+  return grpc::Status::OK;
+}
+
 }  // namespace tpu::emulator

@@ -15,7 +15,7 @@ namespace tpu::emulator {
 class ControlService : public tpu_emulator::Control::Service {
  public:
   // `worker` is not owned and must outlive the service.
-  explicit ControlService(const Worker* worker) : worker_(worker) {}
+  explicit ControlService(Worker* worker) : worker_(worker) {}
 
   grpc::Status GetWaitReport(grpc::ServerContext* context,
                              const tpu_emulator::GetWaitReportRequest* request,
@@ -30,9 +30,22 @@ class ControlService : public tpu_emulator::Control::Service {
       grpc::ServerContext* context,
       const tpu_emulator::ClearFaultsRequest* request,
       tpu_emulator::ClearFaultsResponse* response) override;
+  // What the emulated TPU did.
+  grpc::Status StartTrace(grpc::ServerContext* context,
+                          const tpu_emulator::StartTraceRequest* request,
+                          tpu_emulator::StartTraceResponse* response) override;
+  grpc::Status StopTrace(grpc::ServerContext* context,
+                         const tpu_emulator::StopTraceRequest* request,
+                         tpu_emulator::StopTraceResponse* response) override;
+  grpc::Status GetStats(grpc::ServerContext* context,
+                        const tpu_emulator::GetStatsRequest* request,
+                        tpu_emulator::WorkerStats* response) override;
+  grpc::Status GetProfile(grpc::ServerContext* context,
+                          const tpu_emulator::GetProfileRequest* request,
+                          tpu_emulator::GetProfileResponse* response) override;
 
  private:
-  const Worker* const worker_;
+  Worker* const worker_;
 };
 
 }  // namespace tpu::emulator

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "emulator/trace/recorder.h"
 #include "emulator/worker/device_buffer.h"
 #include "emulator/worker/fault_hooks.h"
 #include "emulator/worker/op_common.h"
@@ -28,6 +29,20 @@ absl::Status ArrayOnly(const DeviceBuffer& buffer, const std::string& role) {
         "; transfers move array buffers: transfer each element instead."));
   }
   return absl::OkStatus();
+}
+
+// A slice on the client's track for a transfer, when tracing; else 0.
+uint64_t TransferSlice(const OpContext& ctx, const char* kind,
+                       const char* direction, int64_t bytes) {
+  trace::Recorder* const recorder = ctx.worker->recorder;
+  if (!recorder->on()) return 0;
+  return recorder->Begin(trace::ClientTrack(ctx.session->client_id()),
+                         absl::StrCat(kind, " ", bytes, " B"), "transfer",
+                         trace::Args()
+                             .Add("operation", ctx.Name())
+                             .Add("direction", direction)
+                             .Add("bytes", bytes)
+                             .members());
 }
 
 }  // namespace
@@ -160,6 +175,9 @@ absl::StatusOr<BuiltOp> BuildTransferTo(
   }
   auto transfer = [ctx, role, handle = *handle,
                    bytes = std::move(bytes)](double) {
+    trace::ScopedSlice slice(
+        ctx.worker->recorder,
+        TransferSlice(ctx, "transfer_to", "host to device", bytes->size()));
     auto buffer = ctx.session->GetBuffer(handle, role);
     if (!buffer.ok()) return ctx.Finish(buffer.status());
     absl::Status status = ArrayOnly(**buffer, role);
@@ -191,6 +209,10 @@ absl::StatusOr<BuiltOp> BuildTransferFrom(
   auto transfer = [ctx, role, handle = *handle](double) {
     auto buffer = ctx.session->GetBuffer(handle, role);
     if (!buffer.ok()) return ctx.Finish(buffer.status());
+    trace::ScopedSlice slice(
+        ctx.worker->recorder,
+        TransferSlice(ctx, "transfer_from", "device to host",
+                      (*buffer)->size()));
     absl::Status status = ArrayOnly(**buffer, role);
     if (!status.ok()) return ctx.Finish(status);
     if ((*buffer)->size() > kMaxTransferFromBytes) {
@@ -258,6 +280,10 @@ absl::StatusOr<BuiltOp> BuildTransferFromTo(
           "; both must have the same byte size.")));
     }
     // Contents are immutable, so sharing them is a complete copy.
+    trace::ScopedSlice slice(
+        ctx.worker->recorder,
+        TransferSlice(ctx, "transfer_from_to", "device to device",
+                      (*source)->size()));
     (*target)->set_contents((*source)->contents());
     ctx.Finish(absl::OkStatus());
   };

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "emulator/faults/fault_wait.h"
+#include "emulator/trace/recorder.h"
 
 namespace tpu::emulator {
 namespace {
@@ -114,10 +115,20 @@ std::optional<double> Apply(
 }
 
 // One log line per match, so that whoever reads the worker's log knows the
-// failure was asked for.
-void LogMatch(const Match& match, const std::string& what) {
-  fprintf(stderr, "tpu_emulator: %s matched %s\n", match.Describe().c_str(),
-          what.c_str());
+// failure was asked for, and an instant event on the trace (on the core's
+// track, or the client's for operations on no core).
+void LogMatch(const OpContext& ctx, const Match& match, int core_id,
+              const std::string& what) {
+  const std::string rule = match.Describe();
+  fprintf(stderr, "tpu_emulator: %s matched %s\n", rule.c_str(), what.c_str());
+  trace::Recorder* recorder = ctx.worker->recorder;
+  if (recorder != nullptr && recorder->on()) {
+    recorder->Instant(core_id >= 0
+                          ? trace::CoreTrack(core_id)
+                          : trace::ClientTrack(ctx.session->client_id()),
+                      absl::StrCat("fault: ", rule), "fault",
+                      trace::Args().Add("operation", what).members());
+  }
 }
 
 std::optional<Match> Check(const OpContext& ctx, faults::OpKind kind,
@@ -127,9 +138,10 @@ std::optional<Match> Check(const OpContext& ctx, faults::OpKind kind,
   std::optional<Match> match = plan->Check(
       {kind, core_id, ctx.session->client_id(), program, /*instruction=*/""});
   if (match.has_value()) {
-    LogMatch(*match, absl::StrCat(ctx.Name(), " ", faults::OpKindName(kind),
-                                  core_id >= 0 ? " on core " : "",
-                                  core_id >= 0 ? absl::StrCat(core_id) : ""));
+    LogMatch(ctx, *match, core_id,
+             absl::StrCat(ctx.Name(), " ", faults::OpKindName(kind),
+                          core_id >= 0 ? " on core " : "",
+                          core_id >= 0 ? absl::StrCat(core_id) : ""));
   }
   return match;
 }
@@ -180,7 +192,7 @@ absl::StatusOr<Literal> FaultingCollectives::Exchange(
   }
   const std::string what = absl::StrCat(request.kind, " ", request.instruction,
                                         " on core ", core_id_);
-  LogMatch(*match, absl::StrCat(ctx_.Name(), " ", what));
+  LogMatch(ctx_, *match, core_id_, absl::StrCat(ctx_.Name(), " ", what));
   const std::atomic<bool>* cancelled = ctx_.session->cancelled();
   switch (match->action.kind) {
     case ActionKind::kDelay:

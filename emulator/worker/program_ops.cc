@@ -11,6 +11,8 @@
 #include "absl/time/clock.h"
 #include "emulator/faults/fault_wait.h"
 #include "emulator/interpreter/executable.h"
+#include "emulator/trace/program_profile.h"
+#include "emulator/trace/recorder.h"
 #include "emulator/worker/device_buffer.h"
 #include "emulator/worker/fault_hooks.h"
 #include "emulator/worker/op_common.h"
@@ -140,6 +142,18 @@ absl::StatusOr<BuiltOp> BuildCompile(
         ctx, faults::OpKind::kCompile, /*core_id=*/-1, module->name(),
         [ctx, role, module, replicas](double) {
           ctx.worker->pool->Schedule([ctx, role, module, replicas]() {
+            trace::Recorder* const recorder = ctx.worker->recorder;
+            trace::ScopedSlice slice(
+                recorder,
+                recorder->on()
+                    ? recorder->Begin(
+                          trace::ClientTrack(ctx.session->client_id()),
+                          absl::StrCat("compile ", module->name()), "compile",
+                          trace::Args()
+                              .Add("operation", ctx.Name())
+                              .Add("replicas", replicas)
+                              .members())
+                    : 0);
             interpreter::CompileOptions options;
             options.num_replicas = replicas;
             options.tpu_numerics = ctx.worker->options.tpu_numerics;
@@ -341,11 +355,48 @@ absl::StatusOr<BuiltOp> BuildExecute(
             absl::Status(launch.status().code(),
                          absl::StrCat(role, ": ", launch.status().message())));
       }
+      // What the TPU did: a slice per program on the core's track, the
+      // core's and client's busy time, and optionally per instruction.
+      trace::Recorder* const recorder = ctx.worker->recorder;
+      const uint32_t client_id = ctx.session->client_id();
+      const int64_t started = recorder->NowMicros();
+      trace::ScopedSlice slice(
+          recorder, recorder->on() ? recorder->Begin(
+                                         trace::CoreTrack(core_id),
+                                         absl::StrCat(compiled->name, " #",
+                                                      (*launch)->number()),
+                                         "program",
+                                         trace::Args()
+                                             .Add("program", compiled->name)
+                                             .Add("launch", (*launch)->number())
+                                             .Add("client", client_id)
+                                             .Add("operation", ctx.Name())
+                                             .members(),
+                                         started)
+                                   : 0);
+      const bool profile = ctx.worker->options.profile_programs;
+      const bool trace_instructions = recorder->instructions();
+      std::optional<trace::InstructionTimer> timer;
+      if (profile || trace_instructions) {
+        timer.emplace(trace_instructions ? recorder : nullptr,
+                      trace::CoreTrack(core_id), profile);
+      }
+      struct CountRun {
+        ~CountRun() {
+          ctx->worker->activity->ProgramRan(
+              core, client, ctx->worker->recorder->NowMicros() - started);
+        }
+        const OpContext* ctx;
+        int core;
+        uint32_t client;
+        int64_t started;
+      } count_run{&ctx, core_id, client_id, started};
       FaultingCollectives collectives(ctx, launch->get(), core_id,
                                       compiled->name);
       interpreter::ExecutionContext run = context;
       run.assignment = devices.get();
       run.collectives = &collectives;
+      if (timer.has_value()) run.observer = &*timer;
       std::vector<Literal> arguments;
       arguments.reserve(in.size());
       for (size_t i = 0; i < in.size(); ++i) {
@@ -355,13 +406,18 @@ absl::StatusOr<BuiltOp> BuildExecute(
         if (!argument.ok()) return ctx.Finish(argument.status());
         arguments.push_back(*std::move(argument));
       }
-      const absl::Time started = absl::Now();
+      const absl::Time run_started = absl::Now();
       absl::StatusOr<Literal> value = compiled->executable->Execute(
           std::move(arguments), run, /*stats=*/nullptr);
       if (*slow_factor > 1) {
         // slow=FACTOR: the program takes FACTOR times as long as it did.
         faults::SleepUnlessCancelled(
-            (absl::Now() - started) * (*slow_factor - 1), context.cancelled);
+            (absl::Now() - run_started) * (*slow_factor - 1),
+            context.cancelled);
+      }
+      if (profile) {
+        ctx.worker->profiles->AddRun(compiled->name, compiled->fingerprint,
+                                     timer->samples());
       }
       if (!value.ok()) {
         return ctx.Finish(

@@ -162,6 +162,25 @@ bool Session::IdleSince(absl::Time cutoff) const {
   return attached_streams_ == 0 && last_activity_ < cutoff;
 }
 
+SessionUsage Session::Usage() const {
+  SessionUsage usage;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [handle, resource] : resources_) {
+    if (const auto* buffer =
+            std::get_if<std::shared_ptr<DeviceBuffer>>(&resource)) {
+      CoreUsage& core = usage.cores[(*buffer)->core_id()];
+      ++core.buffers;
+      core.bytes += (*buffer)->size();
+    } else if (const auto* loaded =
+                   std::get_if<std::shared_ptr<LoadedProgram>>(&resource)) {
+      ++usage.cores[(*loaded)->core_id].loaded_programs;
+    } else {
+      ++usage.compiled_programs;
+    }
+  }
+  return usage;
+}
+
 size_t Session::resource_count() const {
   absl::MutexLock lock(&mu_);
   return resources_.size();

@@ -49,6 +49,18 @@ struct LoadedProgram {
   int core_id = 0;
 };
 
+// What one client holds on one core, and in all (for the worker's stats).
+struct CoreUsage {
+  int64_t buffers = 0;
+  int64_t bytes = 0;
+  int64_t loaded_programs = 0;
+};
+struct SessionUsage {
+  // By core id.
+  absl::flat_hash_map<int, CoreUsage> cores;
+  int64_t compiled_programs = 0;
+};
+
 using Resource = std::variant<std::shared_ptr<DeviceBuffer>,
                               std::shared_ptr<CompiledProgram>,
                               std::shared_ptr<LoadedProgram>>;
@@ -102,6 +114,8 @@ class Session {
 
   // Number of live resources, for tests.
   size_t resource_count() const;
+  // Live buffers and programs, per core.
+  SessionUsage Usage() const;
 
  private:
   std::string HandleName(uint64_t handle) const;

@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "emulator/trace/chrome_json.h"
 #include "emulator/worker/hbm.h"
 #include "emulator/worker/operations.h"
 #include "emulator/worker/response_sink.h"
@@ -22,6 +23,7 @@
 #include "emulator/worker/topology.h"
 #include "emulator/worker/work_queue.h"
 #include "emulator/worker/worker_context.h"
+#include "emulator/worker/worker_stats.h"
 #include "proto/event_id.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
@@ -91,6 +93,19 @@ class WorkerImpl : public Worker {
   }
   CollectiveHub& collective_hub() override { return *hub_; }
   faults::FaultPlan& fault_plan() const override { return *faults_; }
+  absl::Status StartTrace(bool instructions) override {
+    return recorder_.Start(instructions);
+  }
+  absl::StatusOr<std::string> StopTrace() override {
+    absl::StatusOr<trace::Trace> recorded = recorder_.Stop();
+    if (!recorded.ok()) return recorded.status();
+    return trace::ToChromeJson(*recorded);
+  }
+  tpu_emulator::WorkerStats Stats() const override;
+  tpu_emulator::GetProfileResponse Profile(
+      const std::string& program) const override {
+    return profiles_.Get(program);
+  }
 
   std::shared_ptr<Session> FindSession(uint32_t client_id);
   void CloseClient(uint32_t client_id, const absl::Status& reason);
@@ -111,8 +126,12 @@ class WorkerImpl : public Worker {
   // Delayed and held operations off the cores; joined once every client
   // is closed.
   faults::FaultThreads fault_threads_;
+  // What the TPU did (emulator/trace/); outlive everything that records.
+  trace::Recorder recorder_;
+  trace::ActivityCounters activity_;
+  trace::ProgramProfiles profiles_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   // Outlives the cores: programs blocked in collectives leave through it.
   std::unique_ptr<CollectiveHub> hub_;
   absl::flat_hash_map<uint32_t, std::shared_ptr<Session>> sessions_
@@ -134,7 +153,11 @@ WorkerImpl::WorkerImpl(const WorkerOptions& options, Topology topology)
       sweep_(std::make_shared<SweepState>()),
       faults_(options.fault_plan != nullptr
                   ? options.fault_plan
-                  : std::make_shared<faults::FaultPlan>()) {
+                  : std::make_shared<faults::FaultPlan>()),
+      recorder_(options.host_id) {
+  context_.recorder = &recorder_;
+  context_.activity = &activity_;
+  context_.profiles = &profiles_;
   int threads = options.compute_threads;
   if (threads <= 0) {
     threads =
@@ -161,6 +184,11 @@ WorkerImpl::WorkerImpl(const WorkerOptions& options, Topology topology)
   hub_options.report_waits_after = options.report_waits_after;
   hub_options.launch_barrier = options.launch_barrier;
   hub_options.peers = options.peers;
+  hub_options.recorder = &recorder_;
+  for (int i = 0; i < topology.local_core_count(); ++i) {
+    recorder_.NameTrack(trace::CoreTrack(topology.CoreId(i)),
+                        absl::StrCat("core ", topology.CoreId(i)));
+  }
   hub_options.queued = [this](int core) {
     const int local = context_.topology.LocalIndex(core);
     if (local < 0 || local >= static_cast<int>(context_.cores.size())) return 0;
@@ -280,6 +308,7 @@ absl::StatusOr<tpu_driver::OpenResponse> WorkerImpl::Open(
         absl::Milliseconds(context_.options.unknown_handle_wait_ms));
     sessions_[id] = session;
   }
+  recorder_.NameTrack(trace::ClientTrack(id), absl::StrCat("client ", id));
   tpu_driver::OpenResponse response;
   response.set_client_id(id);
   response.set_max_idle_time_seconds(context_.options.max_idle_time_seconds);
@@ -306,6 +335,16 @@ void WorkerImpl::CloseClient(uint32_t client_id, const absl::Status& reason) {
   session->Close(reason);
   hub_->WakeWaiters();
   hub_->ForgetClient(client_id);
+  activity_.ForgetClient(client_id);
+}
+
+tpu_emulator::WorkerStats WorkerImpl::Stats() const {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, session] : sessions_) sessions.push_back(session);
+  }
+  return BuildWorkerStats(context_, hub_->Report(/*history=*/0), sessions);
 }
 
 absl::Status WorkerImpl::Reset(const tpu_driver::ResetRequest& request) {
@@ -319,7 +358,10 @@ absl::Status WorkerImpl::Reset(const tpu_driver::ResetRequest& request) {
         absl::StrCat("The worker was reset; client ", id, " is gone.")));
   }
   hub_->WakeWaiters();
-  for (auto& [id, session] : sessions) hub_->ForgetClient(id);
+  for (auto& [id, session] : sessions) {
+    hub_->ForgetClient(id);
+    activity_.ForgetClient(id);
+  }
   return absl::OkStatus();
 }
 

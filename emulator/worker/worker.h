@@ -72,6 +72,9 @@ struct WorkerOptions {
   // Fault rules (emulator/faults/fault_plan.h) every operation consults as
   // it starts. Null: the worker starts with an empty plan of its own.
   std::shared_ptr<faults::FaultPlan> fault_plan;
+  // Time every top-level instruction of every program run, per compiled
+  // program (the control service's GetProfile).
+  bool profile_programs = false;
 };
 
 // One StreamExecute call. Requests go in through Submit; responses come out
@@ -147,6 +150,17 @@ class Worker {
   // The fault rules this worker applies; rules added or cleared take effect
   // for operations that start afterwards.
   virtual faults::FaultPlan& fault_plan() const = 0;
+  // What the emulated TPU did (emulator/trace/). StartTrace: records a
+  // timeline until StopTrace, which returns it as Chrome trace-event JSON;
+  // FAILED_PRECONDITION when already recording / not recording.
+  virtual absl::Status StartTrace(bool instructions) = 0;
+  virtual absl::StatusOr<std::string> StopTrace() = 0;
+  // Per core and per client usage and activity now.
+  virtual tpu_emulator::WorkerStats Stats() const = 0;
+  // Per-instruction profiles of programs named `program` (all if empty);
+  // empty unless WorkerOptions::profile_programs.
+  virtual tpu_emulator::GetProfileResponse Profile(
+      const std::string& program) const = 0;
 };
 
 }  // namespace tpu::emulator

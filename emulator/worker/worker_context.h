@@ -17,6 +17,9 @@
 #include "emulator/collectives/collective_hub.h"
 #include "emulator/faults/fault_plan.h"
 #include "emulator/faults/fault_wait.h"
+#include "emulator/trace/activity.h"
+#include "emulator/trace/program_profile.h"
+#include "emulator/trace/recorder.h"
 #include "emulator/worker/hbm.h"
 #include "emulator/worker/topology.h"
 #include "emulator/worker/work_queue.h"
@@ -49,6 +52,11 @@ struct WorkerContext {
   // `reason` (a fault rule's drop_stream).
   std::function<void(uint32_t client_id, const absl::Status& reason)>
       close_client;
+  // What the TPU did (emulator/trace/): the timeline, programs run and busy
+  // time, per-program profiles. Not owned.
+  trace::Recorder* recorder = nullptr;
+  trace::ActivityCounters* activity = nullptr;
+  trace::ProgramProfiles* profiles = nullptr;
 };
 
 }  // namespace tpu::emulator

@@ -9,11 +9,14 @@
 //                [--max_idle_time_seconds=3600] [--compute_threads=0]
 //                [--unknown_handle_wait_ms=5000] [--report_waits_after=10s]
 //                [--launch_barrier] [--record_dir=DIR] [--fault='RULE']...
-//                [--fault_plan=FILE]
+//                [--fault_plan=FILE] [--trace_out=FILE [--trace_instructions]]
+//                [--profile_programs]
 //
 // Prints "tpu_emulator listening on HOST:PORT" (plus " (TLS)" or " (mutual
 // TLS)", and " and unix:PATH" with --unix_socket) once it serves (and writes
-// PORT to --port_file). SIGINT/SIGTERM shut it down gracefully (exit 0).
+// PORT to --port_file). SIGINT/SIGTERM shut it down gracefully (exit 0),
+// writing the trace to --trace_out first (unless `tpu_ctl trace stop` took
+// it).
 
 #include <signal.h>
 #include <stdio.h>
@@ -85,6 +88,15 @@ ABSL_FLAG(std::string, record_dir, "",
           "Record every client's session in this existing directory, one "
           "file per session (client<C>_session<N>.log, with its .results), "
           "for tpu_replay.");
+ABSL_FLAG(std::string, trace_out, "",
+          "Record a timeline from the start and write it here as Chrome "
+          "trace-event JSON on shutdown (SIGINT/SIGTERM); open it in "
+          "https://ui.perfetto.dev.");
+ABSL_FLAG(bool, trace_instructions, false,
+          "With --trace_out: also record every top-level instruction.");
+ABSL_FLAG(bool, profile_programs, false,
+          "Time every top-level instruction per compiled program (tpu_ctl "
+          "profile PROGRAM).");
 ABSL_FLAG(int64_t, unknown_handle_wait_ms, 5000,
           "Milliseconds an operation waits for a handle or event whose "
           "operation has not arrived yet, before failing NOT_FOUND.");
@@ -148,6 +160,26 @@ absl::Status WritePortFile(const std::string& path, int port) {
   return absl::OkStatus();
 }
 
+// The trace recorded since the start, unless `tpu_ctl trace stop` took it.
+absl::Status WriteTrace(tpu::emulator::Worker& worker,
+                        const std::string& path) {
+  absl::StatusOr<std::string> json = worker.StopTrace();
+  if (!json.ok()) {
+    fprintf(stderr, "tpu_emulator: no trace to write to %s: %s\n", path.c_str(),
+            std::string(json.status().message()).c_str());
+    return absl::OkStatus();
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(json->data(), static_cast<std::streamsize>(json->size()));
+  out.close();
+  if (!out) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot write the trace to ", path, " (--trace_out)"));
+  }
+  fprintf(stderr, "tpu_emulator: wrote the trace to %s\n", path.c_str());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,7 +196,8 @@ int main(int argc, char** argv) {
       "[--tpu_numerics=false] [--max_idle_time_seconds=3600] "
       "[--compute_threads=0] [--unknown_handle_wait_ms=5000] "
       "[--report_waits_after=10s] [--launch_barrier] [--record_dir=DIR] "
-      "[--fault='RULE']... [--fault_plan=FILE]");
+      "[--fault='RULE']... [--fault_plan=FILE] "
+      "[--trace_out=FILE [--trace_instructions]] [--profile_programs]");
   const std::vector<std::string> fault_rules = TakeFaultFlags(&argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
@@ -218,10 +251,18 @@ int main(int argc, char** argv) {
     }
   }
   options.worker.fault_plan = plan;
+  options.worker.profile_programs = absl::GetFlag(FLAGS_profile_programs);
+  const std::string trace_out = absl::GetFlag(FLAGS_trace_out);
 
   absl::StatusOr<std::unique_ptr<tpu::emulator::Server>> server =
       tpu::emulator::Server::Start(options);
   if (!server.ok()) return Fail(server.status().ToString());
+
+  if (!trace_out.empty()) {
+    absl::Status tracing = (*server)->worker()->StartTrace(
+        absl::GetFlag(FLAGS_trace_instructions));
+    if (!tracing.ok()) return Fail(tracing.ToString());
+  }
 
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {
@@ -243,6 +284,13 @@ int main(int argc, char** argv) {
   sigwait(&signals, &received);
   fprintf(stderr, "tpu_emulator: %s received, shutting down\n",
           received == SIGINT ? "SIGINT" : "SIGTERM");
+  if (!trace_out.empty()) {
+    // Before the shutdown cancels blocked cores: the trace shows them
+    // blocked.
+    absl::Status written = WriteTrace(*(*server)->worker(), trace_out);
+    if (!written.ok())
+      fprintf(stderr, "tpu_emulator: %s\n", written.ToString().c_str());
+  }
   (*server)->Shutdown();
   server->reset();
   return 0;

@@ -1,0 +1,27 @@
+#ifndef SOFTWARE_TPU_EMULATOR_TRACE_CHROME_JSON_H_
+#define SOFTWARE_TPU_EMULATOR_TRACE_CHROME_JSON_H_
+
+// A recorded Trace as Chrome trace-event JSON ({"traceEvents": [...]}), the
+// format Perfetto and chrome://tracing open.
+//
+// Thread safety: stateless functions.
+
+#include <string>
+
+#include "emulator/trace/recorder.h"
+
+namespace tpu::emulator::trace {
+
+// `s` as a JSON string literal, quotes included.
+std::string JsonQuote(const std::string& s);
+
+// Every event gets name, cat, ph, ts, pid and tid; slices ("X") dur; flows
+// ("s"/"f") their id, the 'f' binding to its enclosing slice. A client's
+// slices are spread over lanes (tracks "client N", "client N (2)", ...) so
+// that slices on one track never overlap partially. Metadata events name the
+// process and every track and order cores before clients.
+std::string ToChromeJson(const Trace& trace);
+
+}  // namespace tpu::emulator::trace
+
+#endif  // SOFTWARE_TPU_EMULATOR_TRACE_CHROME_JSON_H_

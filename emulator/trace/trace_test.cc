@@ -1,0 +1,149 @@
+#include <string>
+
+#include "emulator/trace/activity.h"
+#include "emulator/trace/chrome_json.h"
+#include "emulator/trace/program_profile.h"
+#include "emulator/trace/recorder.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tpu::emulator::trace {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(RecorderTest, OffRecordsNothingAndStopSaysHowToStart) {
+  Recorder recorder(0);
+  EXPECT_FALSE(recorder.on());
+  EXPECT_EQ(recorder.Begin(0, "p", "program"), 0u);
+  absl::StatusOr<Trace> trace = recorder.Stop();
+  EXPECT_EQ(trace.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(trace.status().message(), HasSubstr("tpu_ctl trace start"));
+}
+
+TEST(RecorderTest, StartTwiceFails) {
+  Recorder recorder(0);
+  ASSERT_TRUE(recorder.Start(false).ok());
+  EXPECT_EQ(recorder.Start(false).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(RecorderTest, SlicesInstantsFlowsAndOpenSlices) {
+  Recorder recorder(3);
+  recorder.NameTrack(CoreTrack(1), "core 1");
+  ASSERT_TRUE(recorder.Start(true).ok());
+  EXPECT_TRUE(recorder.instructions());
+  uint64_t done = recorder.Begin(1, "P #0", "program",
+                                 Args().Add("client", 7).members(), 10);
+  recorder.End(done, Args().Add("status", "OK").members(), 25);
+  recorder.Begin(1, "stuck", "collective", "", 30);
+  recorder.Flow("waited for", 1, 12, 2, 20);
+  absl::StatusOr<Trace> trace = recorder.Stop();
+  ASSERT_TRUE(trace.ok());
+  ASSERT_EQ(trace->events.size(), 4u);
+  EXPECT_EQ(trace->events[0].name, "P #0");
+  EXPECT_EQ(trace->events[0].dur_micros, 15);
+  EXPECT_EQ(trace->events[0].args, "\"client\": 7, \"status\": \"OK\"");
+  // Open slices keep their place, ended at the stop.
+  EXPECT_EQ(trace->events[1].name, "stuck");
+  EXPECT_EQ(trace->events[1].args, "\"unfinished\": true");
+  EXPECT_GE(trace->events[1].dur_micros, 0);
+  EXPECT_EQ(trace->events[2].phase, 's');
+  EXPECT_EQ(trace->events[3].phase, 'f');
+  EXPECT_EQ(trace->events[2].flow_id, trace->events[3].flow_id);
+  const std::string json = ToChromeJson(*trace);
+  EXPECT_THAT(json, HasSubstr("{\"name\": \"P #0\", \"cat\": \"program\", "
+                              "\"ph\": \"X\", \"ts\": 10, \"pid\": 3, "
+                              "\"tid\": 1, \"dur\": 15, \"args\": "
+                              "{\"client\": 7, \"status\": \"OK\"}}"));
+  EXPECT_THAT(json, HasSubstr("\"name\": \"thread_name\", \"cat\": "
+                              "\"__metadata\", \"ph\": \"M\", \"ts\": 0, "
+                              "\"pid\": 3, \"tid\": 1, \"args\": {\"name\": "
+                              "\"core 1\"}"));
+  EXPECT_THAT(json, HasSubstr("\"ph\": \"f\", \"ts\": 20, \"pid\": 3, "
+                              "\"tid\": 2, \"id\": "));
+  // A later recording starts empty and ignores the earlier slice ids.
+  ASSERT_TRUE(recorder.Start(false).ok());
+  recorder.End(done);
+  EXPECT_TRUE(recorder.Stop()->events.empty());
+}
+
+TEST(ChromeJsonTest, OverlappingClientSlicesGoToSeparateLanes) {
+  Trace trace;
+  const int64_t client = ClientTrack(5);
+  trace.track_names = {{client, "client 5"}};
+  trace.events.push_back({'X', "a", "transfer", client, 0, 10, "", 0});
+  trace.events.push_back({'X', "b", "transfer", client, 5, 10, "", 0});
+  trace.events.push_back({'X', "c", "transfer", client, 12, 1, "", 0});
+  const std::string json = ToChromeJson(trace);
+  EXPECT_THAT(json, HasSubstr(absl::StrCat("\"name\": \"a\", \"cat\": "
+                                           "\"transfer\", \"ph\": \"X\", "
+                                           "\"ts\": 0, \"pid\": 0, \"tid\": ",
+                                           client, ",")));
+  EXPECT_THAT(json, HasSubstr(absl::StrCat("\"name\": \"b\", \"cat\": "
+                                           "\"transfer\", \"ph\": \"X\", "
+                                           "\"ts\": 5, \"pid\": 0, \"tid\": ",
+                                           client + 1, ",")));
+  EXPECT_THAT(json, HasSubstr(absl::StrCat("\"name\": \"c\", \"cat\": "
+                                           "\"transfer\", \"ph\": \"X\", "
+                                           "\"ts\": 12, \"pid\": 0, \"tid\": ",
+                                           client, ",")));
+  EXPECT_THAT(json, HasSubstr("{\"name\": \"client 5 (2)\"}"));
+}
+
+TEST(JsonQuoteTest, EscapesQuotesBackslashesAndControls) {
+  EXPECT_EQ(JsonQuote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
+}
+
+TEST(ActivityCountersTest, CountsPerCoreAndClient) {
+  ActivityCounters counters;
+  counters.ProgramRan(0, 1, 10);
+  counters.ProgramRan(0, 2, 5);
+  counters.ProgramRan(1, 1, 7);
+  EXPECT_EQ(counters.Core(0).programs_run, 2);
+  EXPECT_EQ(counters.Core(0).busy_micros, 15);
+  EXPECT_EQ(counters.Client(1).programs_run, 2);
+  EXPECT_EQ(counters.Client(1).busy_micros, 17);
+  counters.ForgetClient(1);
+  EXPECT_EQ(counters.Client(1).programs_run, 0);
+  EXPECT_EQ(counters.Core(3).programs_run, 0);
+}
+
+TEST(ProgramProfilesTest, SumsRunsAndSortsByTime) {
+  ProgramProfiles profiles;
+  profiles.AddRun("m", "f1",
+                  {{"add.1", "add", 100, 48}, {"dot.2", "dot", 900, 96}});
+  profiles.AddRun("m", "f1",
+                  {{"add.1", "add", 50, 48}, {"dot.2", "dot", 800, 96}});
+  profiles.AddRun("other", "f2", {{"neg", "negate", 1, 8}});
+  tpu_emulator::GetProfileResponse m = profiles.Get("m");
+  ASSERT_EQ(m.programs_size(), 1);
+  EXPECT_EQ(m.programs(0).runs(), 2);
+  ASSERT_EQ(m.programs(0).instructions_size(), 2);
+  EXPECT_EQ(m.programs(0).instructions(0).name(), "dot.2");
+  EXPECT_EQ(m.programs(0).instructions(0).total_nanos(), 1700);
+  EXPECT_EQ(m.programs(0).instructions(0).bytes(), 192);
+  EXPECT_EQ(m.programs(0).instructions(0).count(), 2);
+  EXPECT_EQ(m.programs(0).instructions(1).total_nanos(), 150);
+  EXPECT_EQ(profiles.Get("").programs_size(), 2);
+  EXPECT_EQ(profiles.Get("absent").programs_size(), 0);
+}
+
+TEST(InstructionTimerTest, RecordsSlicesAndSamples) {
+  Recorder recorder(0);
+  ASSERT_TRUE(recorder.Start(true).ok());
+  InstructionTimer timer(&recorder, 2, /*profile=*/true);
+  timer.Started("add.1");
+  timer.Finished("add.1", "add", 48);
+  ASSERT_EQ(timer.samples().size(), 1u);
+  EXPECT_EQ(timer.samples()[0].bytes, 48);
+  absl::StatusOr<Trace> trace = recorder.Stop();
+  ASSERT_EQ(trace->events.size(), 1u);
+  EXPECT_EQ(trace->events[0].tid, 2);
+  EXPECT_EQ(trace->events[0].category, "instruction");
+  EXPECT_EQ(trace->events[0].args, "\"opcode\": \"add\", \"bytes\": 48");
+}
+
+}  // namespace
+}  // namespace tpu::emulator::trace
