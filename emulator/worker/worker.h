@@ -23,8 +23,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "emulator/worker/transfer_data.h"
 #include "absl/time/time.h"
+#include "emulator/worker/client_limits.h"
+#include "emulator/worker/transfer_data.h"
 #include "proto/control.pb.h"
 #include "proto/tpu_driver.pb.h"
 #include "proto/tpu_service.pb.h"
@@ -62,6 +63,14 @@ struct WorkerOptions {
   // the same program for the same launch, failing all of them with
   // FAILED_PRECONDITION otherwise (TPU's enhanced launch barrier).
   bool launch_barrier = false;
+  // Host memory every buffer of this process may commit in all (literals,
+  // HBM contents, transfer payloads, program intermediates); an operation
+  // that would pass it fails RESOURCE_EXHAUSTED. 0: no budget. When set, the
+  // worker installs it as the process budget (hlo/memory_budget.h) for the
+  // rest of the process's life, so set it for one worker per process.
+  int64_t host_memory_budget = 0;
+  // What each client may hold at once (emulator/worker/client_limits.h).
+  ClientLimits client_limits;
 };
 
 // One StreamExecute call. Requests go in through Submit; responses come out
