@@ -135,9 +135,9 @@ absl::StatusOr<std::shared_ptr<AlignedBuffer>> AlignedBuffer::ReadOnlyZeros(
   void* data = mmap(nullptr, length, PROT_READ,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (data == MAP_FAILED) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "host memory exhausted: could not map ", FormatByteCount(size),
-        " of zeros."));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("host memory exhausted: could not map ",
+                     FormatByteCount(size), " of zeros."));
   }
   return std::shared_ptr<AlignedBuffer>(
       new AlignedBuffer(data, size, /*budget=*/nullptr, /*mapped=*/true));

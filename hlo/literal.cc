@@ -188,10 +188,10 @@ absl::Status CheckValuesBeforeAllocating(const xla::LiteralProto& proto,
     unit = "bytes";
   }
   if (have == need) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "literal of shape ", shape.ToString(), " has ", have, " ", unit, " in ",
-      field->name(), " but its shape needs ", need,
-      "; a literal must carry every value of its shape"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("literal of shape ", shape.ToString(), " has ", have, " ",
+                   unit, " in ", field->name(), " but its shape needs ", need,
+                   "; a literal must carry every value of its shape"));
 }
 
 }  // namespace

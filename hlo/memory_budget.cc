@@ -54,7 +54,8 @@ void MemoryBudget::SetProcess(MemoryBudget* budget) {
 }
 
 absl::Status AllocationFailureStatus(const std::bad_alloc& error) {
-  if (const auto* exhausted = dynamic_cast<const HostMemoryExhausted*>(&error)) {
+  if (const auto* exhausted =
+          dynamic_cast<const HostMemoryExhausted*>(&error)) {
     return absl::ResourceExhaustedError(exhausted->message());
   }
   return absl::ResourceExhaustedError(
@@ -63,8 +64,8 @@ absl::Status AllocationFailureStatus(const std::bad_alloc& error) {
 }
 
 std::string FormatByteCount(int64_t bytes) {
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB",
-                                           "EiB"};
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB",
+                                           "TiB", "PiB", "EiB"};
   if (bytes < 1024) return absl::StrCat(bytes, " bytes");
   double value = static_cast<double>(bytes);
   int unit = -1;

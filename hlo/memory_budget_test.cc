@@ -56,7 +56,8 @@ TEST(MemoryBudgetTest, FormatsByteCounts) {
   EXPECT_EQ(FormatByteCount(0), "0 bytes");
   EXPECT_EQ(FormatByteCount(1023), "1023 bytes");
   EXPECT_EQ(FormatByteCount(256 * kMiB), "256.00 MiB (268435456 bytes)");
-  EXPECT_EQ(FormatByteCount(int64_t{1} << 42), "4.00 TiB (4398046511104 bytes)");
+  EXPECT_EQ(FormatByteCount(int64_t{1} << 42),
+            "4.00 TiB (4398046511104 bytes)");
 }
 
 TEST(MemoryBudgetTest, AlignedBuffersChargeTheProcessBudgetUntilFreed) {
@@ -114,15 +115,15 @@ TEST(MemoryBudgetTest, LiteralsBeyondTheBudgetThrowBadAlloc) {
 TEST(HostileInputTest, ConstantWithoutDataIsRefusedBeforeAllocating) {
   // No budget: without the check this would try to allocate 4 TiB.
   xla::LiteralProto proto;
-  *proto.mutable_shape() =
-      Shape::Array(xla::F32, {int64_t{1} << 40}).ToProto();
+  *proto.mutable_shape() = Shape::Array(xla::F32, {int64_t{1} << 40}).ToProto();
   absl::StatusOr<Literal> literal = Literal::FromProto(proto);
   EXPECT_EQ(literal.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(literal.status().message(),
             "literal of shape f32[1099511627776] has 0 values in f32s but its "
             "shape needs 1099511627776; a literal must carry every value of "
             "its shape");
-  *proto.mutable_shape() = Shape::Array(xla::BF16, {int64_t{1} << 40}).ToProto();
+  *proto.mutable_shape() =
+      Shape::Array(xla::BF16, {int64_t{1} << 40}).ToProto();
   proto.set_bf16s("ab");
   literal = Literal::FromProto(proto);
   EXPECT_EQ(literal.status().code(), absl::StatusCode::kInvalidArgument);
@@ -202,10 +203,9 @@ TEST(HostileInputTest, CallChainsNestAtMost256Deep) {
               absl::string_view::npos)
         << deep.status();
     // Far deeper chains fail the same way, without exhausting the stack.
-    EXPECT_EQ(HloModule::FromProto(CallChain(100000, callees_first))
-                  .status()
-                  .code(),
-              absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(
+        HloModule::FromProto(CallChain(100000, callees_first)).status().code(),
+        absl::StatusCode::kInvalidArgument);
   }
 }
 

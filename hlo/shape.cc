@@ -142,8 +142,8 @@ absl::StatusOr<Shape> Shape::FromProto(const xla::ShapeProto& proto) {
   if (type == xla::TUPLE) {
     DepthGuard guard;
     if (from_proto_depth > kMaxNesting) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tuple shapes nest more than ", kMaxNesting, " deep"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("tuple shapes nest more than ", kMaxNesting, " deep"));
     }
     if (proto.dimensions_size() != 0) {
       return absl::InvalidArgumentError("tuple shape has dimensions");

@@ -204,9 +204,9 @@ absl::StatusOr<BuiltOp> BuildTransferFrom(
     absl::StatusOr<std::shared_ptr<AlignedBuffer>> zeros =
         AlignedBuffer::ReadOnlyZeros(size);
     if (!zeros.ok()) {
-      return ctx.Finish(absl::Status(
-          zeros.status().code(),
-          absl::StrCat(role, ": ", zeros.status().message())));
+      return ctx.Finish(
+          absl::Status(zeros.status().code(),
+                       absl::StrCat(role, ": ", zeros.status().message())));
     }
     auto entry = MakeResponseEntry(ctx.wire_id, absl::OkStatus());
     ctx.Finish(std::move(entry), *std::move(zeros), absl::OkStatus());

@@ -20,8 +20,8 @@ TEST(ParseByteSizeTest, AcceptsUnits) {
 }
 
 TEST(ParseByteSizeTest, RefusesWhatIsNotASize) {
-  for (const char* bad : {"", "GiB", "-1GiB", "0", "8 parsecs", "1e99TiB",
-                          "0.1"}) {
+  for (const char* bad :
+       {"", "GiB", "-1GiB", "0", "8 parsecs", "1e99TiB", "0.1"}) {
     absl::StatusOr<int64_t> parsed = ParseByteSize(bad);
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument)
         << bad;
@@ -35,8 +35,8 @@ TEST(ParseByteSizeTest, RefusesWhatIsNotASize) {
 TEST(DefaultHostMemoryBudgetTest, IsHalfOfPhysicalMemoryAndAtLeastOneGiB) {
   const int64_t budget = DefaultHostMemoryBudget();
   EXPECT_GE(budget, int64_t{1} << 30);
-  const int64_t total = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) *
-                        sysconf(_SC_PAGE_SIZE);
+  const int64_t total =
+      static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   // MemTotal and sysconf agree to within a few percent.
   EXPECT_NEAR(static_cast<double>(budget), total / 2.0, total * 0.05 + 1);
 }

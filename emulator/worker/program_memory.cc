@@ -48,9 +48,9 @@ absl::Status CheckValuesFitBudget(const xla::HloModuleProto& module,
       return absl::ResourceExhaustedError(absl::StrCat(
           "HLO computation ", computation.name(), ", instruction ",
           instruction.name(), " (", instruction.opcode(), "): its value ",
-          largest->ToString(), " takes ",
-          FormatByteCount(largest->ByteSize()), ", more than ", budget.name(),
-          " of ", FormatByteCount(budget.limit()),
+          largest->ToString(), " takes ", FormatByteCount(largest->ByteSize()),
+          ", more than ", budget.name(), " of ",
+          FormatByteCount(budget.limit()),
           " allows in all; make the program smaller or raise the budget."));
     }
   }

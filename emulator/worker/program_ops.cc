@@ -12,8 +12,8 @@
 #include "emulator/worker/device_buffer.h"
 #include "emulator/worker/op_common.h"
 #include "emulator/worker/program_memory.h"
-#include "hlo/memory_budget.h"
 #include "hlo/literal.h"
+#include "hlo/memory_budget.h"
 #include "hlo/shape.h"
 #include "proto/hlo.pb.h"
 
@@ -339,9 +339,9 @@ absl::StatusOr<BuiltOp> BuildExecute(
         try {
           argument = ReadLiteral(*in[i], compiled->parameter_shapes[i], what);
         } catch (const std::bad_alloc& error) {
-          argument = absl::ResourceExhaustedError(absl::StrCat(
-              what, " (never written, read as zeros): ",
-              AllocationFailureStatus(error).message()));
+          argument = absl::ResourceExhaustedError(
+              absl::StrCat(what, " (never written, read as zeros): ",
+                           AllocationFailureStatus(error).message()));
         }
         if (!argument.ok()) return ctx.Finish(argument.status());
         arguments.push_back(*std::move(argument));

@@ -472,8 +472,9 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(
         std::pair{options.client_limits.max_bytes_in_flight,
                   "max_bytes_in_flight"}}) {
     if (limit < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "client_limits.", name, " is negative (", limit, "); 0 means no limit."));
+      return absl::InvalidArgumentError(absl::StrCat("client_limits.", name,
+                                                     " is negative (", limit,
+                                                     "); 0 means no limit."));
     }
   }
   if (options.compute_threads < 0) {

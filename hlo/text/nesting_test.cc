@@ -41,10 +41,9 @@ TEST(NestingTest, TupleShapesNestAtMost256Deep) {
 TEST(NestingTest, LiteralBracesNestAtMost256Deep) {
   // A rank-300 constant: one brace level per dimension.
   const std::string dims = absl::StrCat("1", Repeat(",1", 299));
-  const std::string text =
-      absl::StrCat("HloModule m\nENTRY e {\n  ROOT c = f32[", dims,
-                   "] constant(", Repeat("{", 300), "1", Repeat("}", 300),
-                   ")\n}\n");
+  const std::string text = absl::StrCat(
+      "HloModule m\nENTRY e {\n  ROOT c = f32[", dims, "] constant(",
+      Repeat("{", 300), "1", Repeat("}", 300), ")\n}\n");
   absl::StatusOr<xla::HloModuleProto> parsed = ParseHloModule(text);
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(parsed.status().message(), HasSubstr("nesting deeper than 256"));
@@ -54,8 +53,8 @@ TEST(NestingTest, OperandInstructionsNestAtMost256Deep) {
   auto nested = [](int depth) {
     return absl::StrCat("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n",
                         "  ROOT n = f32[] negate(",
-                        Repeat("f32[] negate(", depth), "p",
-                        Repeat(")", depth), ")\n}\n");
+                        Repeat("f32[] negate(", depth), "p", Repeat(")", depth),
+                        ")\n}\n");
   };
   EXPECT_TRUE(ParseHloModule(nested(200)).ok());
   absl::StatusOr<xla::HloModuleProto> deep = ParseHloModule(nested(100000));

@@ -260,10 +260,9 @@ absl::Status Parser::ParseLiteral(const xla::ShapeProto& shape,
       // Elided values are made up here, so a few characters may ask for
       // any amount of memory: refused beyond what a LiteralProto holds.
       if (count > kMaxElidedElements) {
-        return ErrorAt(brace, absl::StrCat(
-                                  "an elided literal ({...}) of ", count,
-                                  " elements; at most ", kMaxElidedElements,
-                                  " are made up"));
+        return ErrorAt(brace, absl::StrCat("an elided literal ({...}) of ",
+                                           count, " elements; at most ",
+                                           kMaxElidedElements, " are made up"));
       }
       FillElided(type, count, literal);
       return absl::OkStatus();

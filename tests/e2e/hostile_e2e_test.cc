@@ -240,8 +240,8 @@ TEST_F(HostileTest, NeverWrittenBuffersCostNoMemory) {
   ASSERT_EQ(read->status().code(), 0) << read->status().message();
   const std::string& data = read->transfer_from().data();
   ASSERT_EQ(static_cast<int64_t>(data.size()), size);
-  EXPECT_TRUE(std::all_of(data.begin(), data.end(),
-                          [](char b) { return b == 0; }));
+  EXPECT_TRUE(
+      std::all_of(data.begin(), data.end(), [](char b) { return b == 0; }));
   read.reset();
   // 16 GiB is more than one response message may carry (no partial reads
   // in this protocol): refused, not materialized.
@@ -297,11 +297,11 @@ TEST_F(HostileTest, DeepNestingIsRefused) {
   // A call chain 300 computations deep.
   std::string chain = "HloModule deep_calls\n";
   for (int i = 300; i >= 1; --i) {
-    absl::StrAppend(&chain, i == 1 ? "ENTRY " : "", "c", i,
-                    " {\n  p = f32[] parameter(0)\n  ROOT r = f32[] ",
-                    i == 300 ? "negate(p)"
-                             : absl::StrCat("call(p), to_apply=c", i + 1),
-                    "\n}\n");
+    absl::StrAppend(
+        &chain, i == 1 ? "ENTRY " : "", "c", i,
+        " {\n  p = f32[] parameter(0)\n  ROOT r = f32[] ",
+        i == 300 ? "negate(p)" : absl::StrCat("call(p), to_apply=c", i + 1),
+        "\n}\n");
   }
   const uint32_t c = OpenClient();
   ProtocolStream s(stub_.get());
@@ -316,8 +316,8 @@ TEST_F(HostileTest, DeepNestingIsRefused) {
   std::string nested_shape(300, '(');
   absl::StrAppend(&nested_shape, "f32[]", std::string(300, ')'));
   absl::StatusOr<xla::HloModuleProto> parsed = hlo::ParseHloModule(
-      absl::StrCat("HloModule deep_tuple\nENTRY e {\n  ROOT p = ",
-                   nested_shape, " parameter(0)\n}\n"));
+      absl::StrCat("HloModule deep_tuple\nENTRY e {\n  ROOT p = ", nested_shape,
+                   " parameter(0)\n}\n"));
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(parsed.status().message(), HasSubstr("nesting deeper than 256"));
   // A shape proto nested past protobuf's own limit: the message is refused
@@ -335,8 +335,7 @@ TEST_F(HostileTest, DeepNestingIsRefused) {
   s.Send({Compile(Id(c, 2), deep)});
   auto dropped = s.Await(0);
   ASSERT_TRUE(dropped.has_value());
-  EXPECT_EQ(dropped->status().code(),
-            Code(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(dropped->status().code(), Code(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(dropped->status().message(),
             "A StreamRequest message could not be parsed; its entries were "
             "dropped.");
@@ -395,8 +394,7 @@ TEST_F(HostileTest, AnotherClientsIdIsRefused) {
   const uint32_t a = OpenClient();
   const uint32_t b = OpenClient();
   ProtocolStream sb(stub_.get());
-  sb.Send({AllocBytes(Id(b, 1), 0, 4),
-           TransferTo(Id(b, 2), Id(b, 1), "BBBB")});
+  sb.Send({AllocBytes(Id(b, 1), 0, 4), TransferTo(Id(b, 2), Id(b, 1), "BBBB")});
   ASSERT_EQ(sb.Code(Id(b, 2)), 0);
   ProtocolStream sa(stub_.get());
   sa.Send({AllocBytes(Id(a, 1), 0, 4),
@@ -407,10 +405,11 @@ TEST_F(HostileTest, AnotherClientsIdIsRefused) {
   EXPECT_EQ(sa.Code(Id(a, 1)), 0);
   auto borrowed = sa.Await(Id(a, 2));
   ASSERT_TRUE(borrowed.has_value());
-  EXPECT_EQ(borrowed->status().code(), Code(absl::StatusCode::kInvalidArgument));
-  EXPECT_THAT(borrowed->status().message(),
-              HasSubstr(absl::StrCat("belongs to client ", b,
-                                     ", not to client ", a)));
+  EXPECT_EQ(borrowed->status().code(),
+            Code(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(
+      borrowed->status().message(),
+      HasSubstr(absl::StrCat("belongs to client ", b, ", not to client ", a)));
   EXPECT_EQ(sa.Code(Id(b, 3)), Code(absl::StatusCode::kPermissionDenied));
   sb.Send({TransferFrom(Id(b, 4), Id(b, 1))});
   auto intact = sb.Await(Id(b, 4));
@@ -440,8 +439,8 @@ TEST_F(HostileTest, AFloodOfHandlesHitsOnlyTheFloodingClient) {
     }
     EXPECT_EQ(e->status().code(), Code(absl::StatusCode::kResourceExhausted));
     EXPECT_EQ(e->status().message(),
-              absl::StrCat("operation ", op, " (client ", a,
-                           "): client ", a, " already holds ", kHandleLimit,
+              absl::StrCat("operation ", op, " (client ", a, "): client ", a,
+                           " already holds ", kHandleLimit,
                            " live handles, the most one client may hold "
                            "(--max_handles_per_client); deallocate buffers "
                            "or unload programs first."));

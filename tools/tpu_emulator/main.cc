@@ -182,7 +182,8 @@ int main(int argc, char** argv) {
   } else {
     absl::StatusOr<int64_t> bytes = tpu::emulator::ParseByteSize(budget);
     if (!bytes.ok()) {
-      return Fail(absl::StrCat("--host_memory_budget: ", bytes.status().message()));
+      return Fail(
+          absl::StrCat("--host_memory_budget: ", bytes.status().message()));
     }
     options.worker.host_memory_budget = *bytes;
   }
