@@ -2,13 +2,15 @@
 
 #include <sys/mman.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 
 namespace tpu {
@@ -76,7 +78,17 @@ bool IsLarge(size_t block_size) { return block_size >= kHugePageThreshold; }
 
 }  // namespace
 
-std::shared_ptr<AlignedBuffer> AlignedBuffer::Allocate(int64_t size) {
+absl::StatusOr<std::shared_ptr<AlignedBuffer>> AlignedBuffer::TryAllocate(
+    int64_t size) {
+  if (size < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot allocate a negative byte count (", size, ")"));
+  }
+  MemoryBudget* budget = MemoryBudget::Process();
+  if (budget != nullptr) {
+    absl::Status charged = budget->Charge(size);
+    if (!charged.ok()) return charged;
+  }
   const size_t block_size = BlockSize(size);
   void* data = nullptr;
   if (IsLarge(block_size)) {
@@ -90,11 +102,21 @@ std::shared_ptr<AlignedBuffer> AlignedBuffer::Allocate(int64_t size) {
     data = std::aligned_alloc(kAlignment, block_size);
   }
   if (data == nullptr) {
-    std::fprintf(stderr, "AlignedBuffer: out of memory allocating %lld bytes\n",
-                 static_cast<long long>(size));
-    std::abort();
+    if (budget != nullptr) budget->Release(size);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "host memory exhausted: the system refused ", FormatByteCount(size),
+        ". Free buffers or make the request smaller."));
   }
-  return std::shared_ptr<AlignedBuffer>(new AlignedBuffer(data, size));
+  return std::shared_ptr<AlignedBuffer>(
+      new AlignedBuffer(data, size, budget, /*mapped=*/false));
+}
+
+std::shared_ptr<AlignedBuffer> AlignedBuffer::Allocate(int64_t size) {
+  absl::StatusOr<std::shared_ptr<AlignedBuffer>> buffer = TryAllocate(size);
+  if (!buffer.ok()) {
+    throw HostMemoryExhausted(std::string(buffer.status().message()));
+  }
+  return *std::move(buffer);
 }
 
 std::shared_ptr<AlignedBuffer> AlignedBuffer::AllocateZeroed(int64_t size) {
@@ -103,7 +125,30 @@ std::shared_ptr<AlignedBuffer> AlignedBuffer::AllocateZeroed(int64_t size) {
   return buffer;
 }
 
+absl::StatusOr<std::shared_ptr<AlignedBuffer>> AlignedBuffer::ReadOnlyZeros(
+    int64_t size) {
+  if (size < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot map a negative byte count (", size, ")"));
+  }
+  const size_t length = size == 0 ? 1 : static_cast<size_t>(size);
+  void* data = mmap(nullptr, length, PROT_READ,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (data == MAP_FAILED) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("host memory exhausted: could not map ",
+                     FormatByteCount(size), " of zeros."));
+  }
+  return std::shared_ptr<AlignedBuffer>(
+      new AlignedBuffer(data, size, /*budget=*/nullptr, /*mapped=*/true));
+}
+
 AlignedBuffer::~AlignedBuffer() {
+  if (mapped_) {
+    munmap(data_, size_ == 0 ? 1 : static_cast<size_t>(size_));
+    return;
+  }
+  if (budget_ != nullptr) budget_->Release(size_);
   const size_t block_size = BlockSize(size_);
   if (IsLarge(block_size) && LargeBlockCache::Get().Put(data_, block_size)) {
     return;

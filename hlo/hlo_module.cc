@@ -1,5 +1,6 @@
 #include "hlo/hlo_module.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -217,17 +218,24 @@ absl::StatusOr<std::unique_ptr<HloModule>> HloModule::FromProto(
     enum Mark : uint8_t { kNew, kActive, kDone };
     absl::flat_hash_map<const HloComputation*, Mark> marks;
     std::vector<const HloComputation*> order;
-    std::function<absl::Status(const HloComputation*)> visit =
-        [&](const HloComputation* c) -> absl::Status {
+    std::function<absl::Status(const HloComputation*, int)> visit =
+        [&](const HloComputation* c, int depth) -> absl::Status {
       Mark& mark = marks[c];
       if (mark == kDone) return absl::OkStatus();
       if (mark == kActive) {
         return Invalid(c->name(), "", "computation calls itself (recursion)");
       }
+      // Everything that walks the call graph (this, planning, execution)
+      // recurses once per level.
+      if (depth > HloModule::kMaxCallDepth) {
+        return Invalid(c->name(), "",
+                       absl::StrCat("computations call each other more than ",
+                                    HloModule::kMaxCallDepth, " levels deep"));
+      }
       mark = kActive;
       for (const auto& instruction : c->instructions_) {
         for (const HloComputation* callee : instruction->called_computations_) {
-          absl::Status status = visit(callee);
+          absl::Status status = visit(callee, depth + 1);
           if (!status.ok()) return status;
         }
       }
@@ -236,8 +244,25 @@ absl::StatusOr<std::unique_ptr<HloModule>> HloModule::FromProto(
       return absl::OkStatus();
     };
     for (const auto& c : computations) {
-      absl::Status status = visit(c.get());
+      absl::Status status = visit(c.get(), 1);
       if (!status.ok()) return status;
+    }
+    // The longest call chain, callees first: planning and execution recurse
+    // once per level of it, whatever order the computations came in.
+    absl::flat_hash_map<const HloComputation*, int> levels;
+    for (const HloComputation* c : order) {
+      int level = 1;
+      for (const auto& instruction : c->instructions_) {
+        for (const HloComputation* callee : instruction->called_computations_) {
+          level = std::max(level, levels[callee] + 1);
+        }
+      }
+      if (level > HloModule::kMaxCallDepth) {
+        return Invalid(c->name(), "",
+                       absl::StrCat("computations call each other more than ",
+                                    HloModule::kMaxCallDepth, " levels deep"));
+      }
+      levels[c] = level;
     }
     absl::flat_hash_map<const HloComputation*, size_t> position;
     for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;

@@ -108,6 +108,10 @@ class HloComputation {
 
 class HloModule {
  public:
+  // Longest chain of computations calling computations (while bodies, calls,
+  // reducers, ...) that FromProto accepts; INVALID_ARGUMENT beyond it.
+  static constexpr int kMaxCallDepth = 256;
+
   // Loads and validates `proto` (see the file comment).
   static absl::StatusOr<std::unique_ptr<HloModule>> FromProto(
       const xla::HloModuleProto& proto);

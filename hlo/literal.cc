@@ -162,6 +162,38 @@ const google::protobuf::FieldDescriptor* NarrowBytesField(
       PrimitiveTypeName(type) + "s");
 }
 
+// Refuses a proto whose values do not fill `shape` (an array shape) before
+// anything is allocated: a hundred-byte proto that claims a 4 TiB array must
+// fail here, not in a 4 TiB allocation.
+absl::Status CheckValuesBeforeAllocating(const xla::LiteralProto& proto,
+                                         const Shape& shape) {
+  const google::protobuf::FieldDescriptor* field =
+      xla::LiteralProto::descriptor()->FindFieldByName(
+          PrimitiveTypeName(shape.element_type()) + "s");
+  if (field == nullptr) return absl::OkStatus();  // reported as unsupported
+  const google::protobuf::Reflection* reflection = proto.GetReflection();
+  int64_t have = 0;
+  int64_t need = 0;
+  const char* unit = "values";
+  if (field->is_repeated()) {
+    have = reflection->FieldSize(proto, field);
+    const bool complex =
+        shape.element_type() == xla::C64 || shape.element_type() == xla::C128;
+    need = shape.element_count() * (complex ? 2 : 1);
+  } else {
+    std::string scratch;
+    have = static_cast<int64_t>(
+        reflection->GetStringReference(proto, field, &scratch).size());
+    need = shape.ByteSize();
+    unit = "bytes";
+  }
+  if (have == need) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("literal of shape ", shape.ToString(), " has ", have, " ",
+                   unit, " in ", field->name(), " but its shape needs ", need,
+                   "; a literal must carry every value of its shape"));
+}
+
 }  // namespace
 
 Literal::Literal() = default;
@@ -274,6 +306,9 @@ absl::StatusOr<Literal> Literal::FromProto(const xla::LiteralProto& proto) {
     Literal literal;
     literal.shape_ = shape;
     return literal;
+  }
+  if (absl::Status s = CheckValuesBeforeAllocating(proto, shape); !s.ok()) {
+    return s;
   }
   Literal literal = Uninitialized(shape);
   void* out = literal.buffer_->data();

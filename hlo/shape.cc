@@ -125,9 +125,26 @@ Shape Shape::Token() {
   return shape;
 }
 
+namespace {
+
+// Tuple nesting of the FromProto calls on this thread.
+thread_local int from_proto_depth = 0;
+
+struct DepthGuard {
+  DepthGuard() { ++from_proto_depth; }
+  ~DepthGuard() { --from_proto_depth; }
+};
+
+}  // namespace
+
 absl::StatusOr<Shape> Shape::FromProto(const xla::ShapeProto& proto) {
   xla::PrimitiveType type = proto.element_type();
   if (type == xla::TUPLE) {
+    DepthGuard guard;
+    if (from_proto_depth > kMaxNesting) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tuple shapes nest more than ", kMaxNesting, " deep"));
+    }
     if (proto.dimensions_size() != 0) {
       return absl::InvalidArgumentError("tuple shape has dimensions");
     }

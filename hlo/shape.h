@@ -53,6 +53,9 @@ class Shape {
 
   // Validates: known element type, non-negative dimensions, tuples nested
   // properly. Layouts are ignored. INVALID_ARGUMENT names what is wrong.
+  // Tuples nest at most kMaxNesting deep (INVALID_ARGUMENT beyond): a
+  // hostile proto must not exhaust the stack of the code that walks shapes.
+  static constexpr int kMaxNesting = 256;
   static absl::StatusOr<Shape> FromProto(const xla::ShapeProto& proto);
   // With a dense row-major layout ({rank-1,...,0}) on arrays.
   xla::ShapeProto ToProto() const;

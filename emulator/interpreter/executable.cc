@@ -1,5 +1,6 @@
 #include "emulator/interpreter/executable.h"
 
+#include <new>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -8,6 +9,7 @@
 #include "emulator/interpreter/kernel.h"
 #include "emulator/interpreter/plan.h"
 #include "hlo/hlo_module.h"
+#include "hlo/memory_budget.h"
 
 namespace tpu::emulator::interpreter {
 namespace {
@@ -49,7 +51,14 @@ class InterpreterExecutable : public Executable {
       }
     }
     ExecState state(context);
-    absl::StatusOr<Literal> result = entry_->Run(state, std::move(arguments));
+    absl::StatusOr<Literal> result;
+    // The budget (hlo/memory_budget.h) or the system may refuse any
+    // intermediate deep inside a kernel: that fails this execution only.
+    try {
+      result = entry_->Run(state, std::move(arguments));
+    } catch (const std::bad_alloc& error) {
+      result = AllocationFailureStatus(error);
+    }
     if (stats != nullptr) {
       stats->peak_live_bytes = state.peak_live_bytes();
       stats->instructions_executed = state.instructions_executed;
@@ -100,6 +109,16 @@ absl::Status RejectDynamicShapes(const xla::HloModuleProto& module) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Executable>> Executable::Compile(
+    const xla::HloModuleProto& module_proto, const CompileOptions& options) {
+  // Constants and kernels' precomputed tables are allocated while planning.
+  try {
+    return CompileOrThrow(module_proto, options);
+  } catch (const std::bad_alloc& error) {
+    return AllocationFailureStatus(error);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Executable>> Executable::CompileOrThrow(
     const xla::HloModuleProto& module_proto, const CompileOptions& options) {
   if (absl::Status s = RejectDynamicShapes(module_proto); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<HloModule>> module =

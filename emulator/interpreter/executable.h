@@ -82,11 +82,21 @@ class Executable {
  public:
   // INVALID_ARGUMENT for a malformed module (names computation and
   // instruction), UNIMPLEMENTED for an operation or element type the
-  // interpreter does not support (names opcode, type and instruction).
+  // interpreter does not support (names opcode, type and instruction),
+  // RESOURCE_EXHAUSTED when host memory for constants is refused (the
+  // process budget, hlo/memory_budget.h). Execute fails RESOURCE_EXHAUSTED
+  // the same way for arguments and intermediates.
   static absl::StatusOr<std::unique_ptr<Executable>> Compile(
       const xla::HloModuleProto& module, const CompileOptions& options);
 
   virtual ~Executable() = default;
+
+ private:
+  // Compile, letting allocation failures (std::bad_alloc) escape.
+  static absl::StatusOr<std::unique_ptr<Executable>> CompileOrThrow(
+      const xla::HloModuleProto& module, const CompileOptions& options);
+
+ public:
 
   // The entry computation's parameter and result shapes.
   virtual const xla::ProgramShapeProto& program_shape() const = 0;

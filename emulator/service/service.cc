@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <memory>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,12 @@ namespace {
 
 // Queued responses are merged into one message up to this size.
 constexpr size_t kMaxMergedBytes = size_t{64} << 20;
+// Flow control: while more response bytes than this wait for a client that
+// does not read them, the stream reads no more requests (gRPC's own flow
+// control then stops the client's writes). Operations already received
+// still answer, so the queue is bounded by this plus their responses, which
+// the per-client pending-operation limit bounds in turn.
+constexpr size_t kMaxQueuedResponseBytes = size_t{256} << 20;
 
 grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
@@ -64,29 +71,47 @@ class StreamReactor
     }
     tpu_driver::StreamRequest request;
     TransferData transfer_data;
-    if (DecodeStreamRequest(read_buffer_, &request, &transfer_data)) {
-      read_buffer_.Clear();  // Everything needed was copied out of it.
+    absl::Status decoded = absl::OkStatus();
+    try {
+      if (!DecodeStreamRequest(read_buffer_, &request, &transfer_data)) {
+        decoded = absl::InvalidArgumentError(
+            "A StreamRequest message could not be parsed; its entries were "
+            "dropped.");
+      }
+    } catch (const std::bad_alloc&) {
+      decoded = absl::ResourceExhaustedError(
+          "A StreamRequest message could not be decoded: the host refused "
+          "the memory for it; its entries were dropped. Send smaller "
+          "messages.");
+    }
+    read_buffer_.Clear();  // Everything needed was copied out of it.
+    if (decoded.ok()) {
       // Recorded first: the worker may answer within Submit.
       if (recorder_ != nullptr) recorder_->OnRequest(request, transfer_data);
       stream_->Submit(request, transfer_data);
     } else {
       tpu_driver::StreamResponse error;
-      *error.add_entry() = *MakeResponseEntry(
-          0, absl::InvalidArgumentError(
-                 "A StreamRequest message could not be parsed; its entries "
-                 "were dropped."));
+      *error.add_entry() = *MakeResponseEntry(0, decoded);
       Enqueue(EncodeStreamResponse(error, TransferData()));
     }
-    read_buffer_.Clear();
+    {
+      absl::MutexLock lock(&mu_);
+      if (queued_bytes_ > kMaxQueuedResponseBytes && !broken_) {
+        read_paused_ = true;  // OnWriteDone reads again once drained
+        return;
+      }
+    }
     StartRead(&read_buffer_);
   }
 
   void OnWriteDone(bool ok) override {
     grpc::ByteBuffer* next = nullptr;
     bool finish = false;
+    bool resume_reading = false;
     grpc::Status status;
     {
       absl::MutexLock lock(&mu_);
+      if (in_flight_ != nullptr) queued_bytes_ -= in_flight_->Length();
       in_flight_.reset();
       if (!ok) broken_ = true;
       if (!broken_ && !queue_.empty()) {
@@ -96,8 +121,14 @@ class StreamReactor
         writing_ = false;
         finish = ShouldFinishLocked(&status);
       }
+      if (read_paused_ && !broken_ &&
+          queued_bytes_ <= kMaxQueuedResponseBytes / 2) {
+        read_paused_ = false;
+        resume_reading = true;
+      }
     }
     if (next != nullptr) StartWrite(next);
+    if (resume_reading) StartRead(&read_buffer_);
     if (finish) Finish(status);
   }
 
@@ -131,6 +162,7 @@ class StreamReactor
     {
       absl::MutexLock lock(&mu_);
       if (finish_called_ || broken_) return;
+      queued_bytes_ += bytes->Length();
       queue_.push_back(std::move(bytes));
       if (writing_) return;  // OnWriteDone picks it up
       writing_ = true;
@@ -194,6 +226,10 @@ class StreamReactor
   // The message being written; gRPC reads it until OnWriteDone.
   std::unique_ptr<grpc::ByteBuffer> in_flight_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  // Bytes of the queue and the message being written.
+  size_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Set while no read is outstanding because the client is not reading.
+  bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
   bool drained_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;

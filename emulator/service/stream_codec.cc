@@ -40,13 +40,19 @@ bool DecodeStreamRequest(const grpc::ByteBuffer& buffer,
           return false;
         }
         bytes.clear();
+        // A payload the budget refuses stays inside its entry, where the
+        // worker's own copy is refused in turn: the operation fails
+        // RESOURCE_EXHAUSTED (the bytes are already in gRPC's buffer).
+        absl::StatusOr<std::shared_ptr<AlignedBuffer>> payload =
+            std::shared_ptr<AlignedBuffer>();
         if (data.found) {
+          payload = AlignedBuffer::TryAllocate(static_cast<int64_t>(data.size));
+        }
+        if (data.found && payload.ok()) {
           AppendWithoutNestedBytes(reader, begin, end, data, &bytes);
-          auto payload =
-              AlignedBuffer::Allocate(static_cast<int64_t>(data.size));
-          reader.Copy(data.offset, data.size, payload->data());
+          reader.Copy(data.offset, data.size, (*payload)->data());
           transfer_data->resize(request->entry_size() + 1);
-          transfer_data->back() = std::move(payload);
+          transfer_data->back() = *std::move(payload);
         } else {
           reader.AppendTo(begin, end - begin, &bytes);
         }

@@ -19,8 +19,6 @@ namespace {
 // One transfer_from response must stay below gRPC's 2 GiB message limit.
 constexpr int64_t kMaxTransferFromBytes =
     (int64_t{1} << 31) - (int64_t{1} << 20);
-// Copies larger than this leave the thread that made the op ready.
-constexpr int64_t kInlineCopyBytes = int64_t{1} << 20;
 
 absl::Status ArrayOnly(const DeviceBuffer& buffer, const std::string& role) {
   if (buffer.is_tuple()) {
@@ -170,7 +168,13 @@ absl::StatusOr<BuiltOp> BuildTransferTo(
   if (bytes == nullptr) {
     // Copied now, once, into aligned memory: the request is not kept.
     const int64_t size = static_cast<int64_t>(request.data().size());
-    bytes = AlignedBuffer::Allocate(size);
+    absl::StatusOr<std::shared_ptr<AlignedBuffer>> copy =
+        AlignedBuffer::TryAllocate(size);
+    if (!copy.ok()) {
+      return absl::Status(copy.status().code(),
+                          absl::StrCat(role, ": ", copy.status().message()));
+    }
+    bytes = *std::move(copy);
     if (size > 0) std::memcpy(bytes->data(), request.data().data(), size);
   }
   auto transfer = [ctx, role, handle = *handle,
@@ -231,18 +235,18 @@ absl::StatusOr<BuiltOp> BuildTransferFrom(
       return ctx.Finish(std::move(entry), std::move(contents),
                         absl::OkStatus());
     }
-    // Never written: zeros, made off the calling thread when large.
-    auto copy = [ctx, size]() {
-      auto entry = MakeResponseEntry(ctx.wire_id, absl::OkStatus());
-      // `data` is required on the wire even when empty: always set it.
-      entry->mutable_transfer_from()->mutable_data()->assign(size, '\0');
-      ctx.Finish(std::move(entry), nullptr, absl::OkStatus());
-    };
-    if ((*buffer)->size() <= kInlineCopyBytes) {
-      copy();
-    } else {
-      ctx.worker->pool->Schedule(std::move(copy));
+    // Never written: zeros that commit no memory (a read-only mapping of the
+    // zero page), sent like any contents. A 2 GiB read of a never-written
+    // buffer costs address space, not memory or the budget.
+    absl::StatusOr<std::shared_ptr<AlignedBuffer>> zeros =
+        AlignedBuffer::ReadOnlyZeros(size);
+    if (!zeros.ok()) {
+      return ctx.Finish(
+          absl::Status(zeros.status().code(),
+                       absl::StrCat(role, ": ", zeros.status().message())));
     }
+    auto entry = MakeResponseEntry(ctx.wire_id, absl::OkStatus());
+    ctx.Finish(std::move(entry), *std::move(zeros), absl::OkStatus());
   };
   op.body = [ctx, handle = *handle, transfer = std::move(transfer)]() {
     StartWithFaults(ctx, faults::OpKind::kTransferFrom, BufferCore(ctx, handle),

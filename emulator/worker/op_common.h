@@ -27,9 +27,14 @@ struct OpContext {
   std::shared_ptr<ResponseSink> sink;
   int64_t wire_id;  // echoed in the response
   uint64_t op;      // operation part: the scheduler id, and the handle
+  // Payload bytes the session admitted this operation with (Session::Admit),
+  // retired with the response; -1 if it was refused admission.
+  int64_t admitted_bytes = -1;
 
   std::string Name() const { return EventId::FromInt(wire_id).ToString(); }
+  // Every operation is answered exactly once, through one of these.
   void Respond(const absl::Status& status) const {
+    Retire();
     sink->RespondStatus(wire_id, status);
   }
   // Responds and completes the operation. The response is held back until
@@ -49,9 +54,15 @@ struct OpContext {
               std::shared_ptr<AlignedBuffer> payload,
               const absl::Status& status) const {
     sink->Hold();
+    Retire();
     sink->Respond(std::move(entry), std::move(payload));
     session->scheduler().Complete(op, status);
     sink->Release();
+  }
+
+ private:
+  void Retire() const {
+    if (admitted_bytes >= 0) session->Retire(admitted_bytes);
   }
 };
 

@@ -1,9 +1,11 @@
 #include "emulator/worker/operations.h"
 
+#include <new>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "emulator/worker/op_common.h"
+#include "hlo/memory_budget.h"
 #include "proto/event_id.h"
 
 namespace tpu::emulator {
@@ -76,10 +78,28 @@ void SubmitEntry(const WorkerContext& worker,
                  const tpu_driver::StreamRequest::Entry& entry,
                  std::shared_ptr<AlignedBuffer> payload,
                  const std::shared_ptr<ResponseSink>& sink) {
+  const EventId id = EventId::FromInt(entry.operation_id());
+  // Refused admission (the client's limits) fails this operation like a
+  // malformed one: dependents see the failure, not a missing operation.
+  const int64_t payload_bytes =
+      payload != nullptr ? payload->size()
+      : entry.has_transfer_to()
+          ? static_cast<int64_t>(entry.transfer_to().data().size())
+          : 0;
+  absl::Status admitted = session->Admit(payload_bytes, id.ToString());
   auto ctx = std::make_shared<const OpContext>(
-      OpContext{&worker, session, sink, entry.operation_id(),
-                EventId::FromInt(entry.operation_id()).operation_id});
-  absl::StatusOr<BuiltOp> built = Build(*ctx, entry, std::move(payload));
+      OpContext{&worker, session, sink, entry.operation_id(), id.operation_id,
+                admitted.ok() ? payload_bytes : -1});
+  absl::StatusOr<BuiltOp> built = absl::InternalError("not built");
+  if (!admitted.ok()) {
+    built = admitted;
+  } else {
+    try {
+      built = Build(*ctx, entry, std::move(payload));
+    } catch (const std::bad_alloc& error) {
+      built = AllocationFailureStatus(error);
+    }
+  }
   absl::Status wait_error;
   if (built.ok()) {
     for (int64_t wire : entry.wait_for_id()) {
@@ -102,14 +122,23 @@ void SubmitEntry(const WorkerContext& worker,
     return;
   }
   std::function<void()> body = std::move(built->body);
-  session->scheduler().Submit(ctx->op, built->deps,
-                              [ctx, body = std::move(body)](absl::Status s) {
-                                if (!s.ok()) {
-                                  ctx->Respond(s);
-                                  return;
-                                }
-                                body();
-                              });
+  session->scheduler().Submit(
+      ctx->op, built->deps, [ctx, body = std::move(body)](absl::Status s) {
+        if (!s.ok()) {
+          ctx->Respond(s);
+          return;
+        }
+        // Bodies allocate before they finish; an allocation the budget or
+        // the system refuses fails this operation only.
+        try {
+          body();
+        } catch (const std::bad_alloc& error) {
+          ctx->Finish(absl::Status(
+              absl::StatusCode::kResourceExhausted,
+              absl::StrCat(ctx->Name(), ": ",
+                           AllocationFailureStatus(error).message())));
+        }
+      });
 }
 
 }  // namespace tpu::emulator

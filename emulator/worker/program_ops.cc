@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,7 +17,9 @@
 #include "emulator/worker/device_buffer.h"
 #include "emulator/worker/fault_hooks.h"
 #include "emulator/worker/op_common.h"
+#include "emulator/worker/program_memory.h"
 #include "hlo/literal.h"
+#include "hlo/memory_budget.h"
 #include "hlo/shape.h"
 #include "proto/hlo.pb.h"
 
@@ -163,6 +166,15 @@ absl::StatusOr<BuiltOp> BuildCompile(
               return ctx.Finish(absl::Status(
                   executable.status().code(),
                   absl::StrCat(role, ": ", executable.status().message())));
+            }
+            // After compiling, so that a malformed module (a constant
+            // without its data) gets its own error first.
+            if (const MemoryBudget* budget = MemoryBudget::Process()) {
+              absl::Status fits = CheckValuesFitBudget(*module, *budget);
+              if (!fits.ok()) {
+                return ctx.Finish(absl::Status(
+                    fits.code(), absl::StrCat(role, ": ", fits.message())));
+              }
             }
             absl::StatusOr<std::shared_ptr<CompiledProgram>> program =
                 MakeCompiledProgram(*std::move(executable), replicas, *module);
@@ -400,9 +412,16 @@ absl::StatusOr<BuiltOp> BuildExecute(
       std::vector<Literal> arguments;
       arguments.reserve(in.size());
       for (size_t i = 0; i < in.size(); ++i) {
-        absl::StatusOr<Literal> argument =
-            ReadLiteral(*in[i], compiled->parameter_shapes[i],
-                        absl::StrCat(role, " input ", i));
+        const std::string what = absl::StrCat(role, " input ", i);
+        absl::StatusOr<Literal> argument;
+        // A never-written input is read as zeros, which are allocated here.
+        try {
+          argument = ReadLiteral(*in[i], compiled->parameter_shapes[i], what);
+        } catch (const std::bad_alloc& error) {
+          argument = absl::ResourceExhaustedError(
+              absl::StrCat(what, " (never written, read as zeros): ",
+                           AllocationFailureStatus(error).message()));
+        }
         if (!argument.ok()) return ctx.Finish(argument.status());
         arguments.push_back(*std::move(argument));
       }

@@ -28,9 +28,10 @@ void ReleaseResource(const Resource& r) {
 }  // namespace
 
 Session::Session(uint32_t client_id, std::shared_ptr<TimerQueue> timers,
-                 absl::Duration unknown_wait)
+                 absl::Duration unknown_wait, ClientLimits limits)
     : client_id_(client_id),
       scheduler_(Scheduler::Create(client_id, std::move(timers), unknown_wait)),
+      limits_(limits),
       last_activity_(absl::Now()) {}
 
 Session::~Session() {
@@ -46,6 +47,16 @@ absl::Status Session::Add(uint64_t handle, Resource resource) {
   {
     absl::MutexLock lock(&mu_);
     if (!closed_) {
+      if (limits_.max_handles > 0 &&
+          static_cast<int64_t>(resources_.size()) >= limits_.max_handles) {
+        ReleaseResource(resource);
+        return absl::ResourceExhaustedError(absl::StrCat(
+            EventId{client_id_, handle}.ToString(), ": client ", client_id_,
+            " already holds ", resources_.size(),
+            " live handles, the most one client may hold "
+            "(--max_handles_per_client); deallocate buffers or unload "
+            "programs first."));
+      }
       resources_[handle] = std::move(resource);
       return absl::OkStatus();
     }
@@ -179,6 +190,36 @@ SessionUsage Session::Usage() const {
     }
   }
   return usage;
+}
+
+absl::Status Session::Admit(int64_t bytes, const std::string& what) {
+  absl::MutexLock lock(&mu_);
+  if (limits_.max_pending_operations > 0 &&
+      pending_operations_ >= limits_.max_pending_operations) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, ": client ", client_id_, " already has ", pending_operations_,
+        " operations pending, the most one client may have "
+        "(--max_pending_operations_per_client); wait for some to complete "
+        "before sending more."));
+  }
+  if (limits_.max_bytes_in_flight > 0 && bytes > 0 &&
+      bytes > limits_.max_bytes_in_flight - bytes_in_flight_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, ": client ", client_id_, " already has ", bytes_in_flight_,
+        " transfer bytes in flight and this operation carries ", bytes,
+        ", more than the ", limits_.max_bytes_in_flight,
+        " one client may have (--max_bytes_in_flight_per_client); wait for "
+        "transfers to complete, or send smaller ones."));
+  }
+  ++pending_operations_;
+  bytes_in_flight_ += bytes;
+  return absl::OkStatus();
+}
+
+void Session::Retire(int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  --pending_operations_;
+  bytes_in_flight_ -= bytes;
 }
 
 size_t Session::resource_count() const {

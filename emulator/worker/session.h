@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "emulator/interpreter/executable.h"
+#include "emulator/worker/client_limits.h"
 #include "emulator/worker/device_buffer.h"
 #include "emulator/worker/scheduler.h"
 #include "emulator/worker/timer_queue.h"
@@ -68,7 +69,7 @@ using Resource = std::variant<std::shared_ptr<DeviceBuffer>,
 class Session {
  public:
   Session(uint32_t client_id, std::shared_ptr<TimerQueue> timers,
-          absl::Duration unknown_wait);
+          absl::Duration unknown_wait, ClientLimits limits = ClientLimits());
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -79,7 +80,8 @@ class Session {
   const std::atomic<bool>* cancelled() const { return &cancelled_; }
 
   // Registers what operation `handle` created. FAILED_PRECONDITION if the
-  // session was closed (the resource is released right away).
+  // session was closed, RESOURCE_EXHAUSTED if the client already holds
+  // limits.max_handles handles (the resource is released right away).
   absl::Status Add(uint64_t handle, Resource resource);
 
   // The live resource of `handle`, or NOT_FOUND (never created, deallocated,
@@ -112,6 +114,14 @@ class Session {
   // True if idle since before `cutoff`.
   bool IdleSince(absl::Time cutoff) const;
 
+  // Admission of one operation carrying `bytes` of transfer payload:
+  // RESOURCE_EXHAUSTED (naming `what`) when the client already has
+  // limits.max_pending_operations operations or limits.max_bytes_in_flight
+  // payload bytes unanswered. Every admitted operation is retired once, when
+  // it is answered.
+  absl::Status Admit(int64_t bytes, const std::string& what);
+  void Retire(int64_t bytes);
+
   // Number of live resources, for tests.
   size_t resource_count() const;
   // Live buffers and programs, per core.
@@ -125,6 +135,7 @@ class Session {
   // Constant after construction.
   const uint32_t client_id_;
   const std::shared_ptr<Scheduler> scheduler_;
+  const ClientLimits limits_;
 
   std::atomic<bool> cancelled_{false};
 
@@ -133,6 +144,8 @@ class Session {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int attached_streams_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_activity_ ABSL_GUARDED_BY(mu_);
+  int64_t pending_operations_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t bytes_in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tpu::emulator

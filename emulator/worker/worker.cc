@@ -24,6 +24,7 @@
 #include "emulator/worker/work_queue.h"
 #include "emulator/worker/worker_context.h"
 #include "emulator/worker/worker_stats.h"
+#include "hlo/memory_budget.h"
 #include "proto/event_id.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
@@ -158,6 +159,13 @@ WorkerImpl::WorkerImpl(const WorkerOptions& options, Topology topology)
   context_.recorder = &recorder_;
   context_.activity = &activity_;
   context_.profiles = &profiles_;
+  if (options.host_memory_budget > 0) {
+    // Never deleted: buffers release to the budget they were charged to,
+    // and some (a client's literals under local://) outlive the worker.
+    MemoryBudget::SetProcess(new MemoryBudget(
+        options.host_memory_budget,
+        "the worker's host memory budget (--host_memory_budget)"));
+  }
   int threads = options.compute_threads;
   if (threads <= 0) {
     threads =
@@ -305,7 +313,8 @@ absl::StatusOr<tpu_driver::OpenResponse> WorkerImpl::Open(
     }
     session = std::make_shared<Session>(
         id, timers_,
-        absl::Milliseconds(context_.options.unknown_handle_wait_ms));
+        absl::Milliseconds(context_.options.unknown_handle_wait_ms),
+        context_.options.client_limits);
     sessions_[id] = session;
   }
   recorder_.NameTrack(trace::ClientTrack(id), absl::StrCat("client ", id));
@@ -519,6 +528,22 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("unknown_handle_wait_ms is negative (",
                      options.unknown_handle_wait_ms, ")."));
+  }
+  if (options.host_memory_budget < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "host_memory_budget is negative (", options.host_memory_budget, ")."));
+  }
+  for (const auto& [limit, name] :
+       {std::pair{options.client_limits.max_handles, "max_handles"},
+        std::pair{options.client_limits.max_pending_operations,
+                  "max_pending_operations"},
+        std::pair{options.client_limits.max_bytes_in_flight,
+                  "max_bytes_in_flight"}}) {
+    if (limit < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("client_limits.", name,
+                                                     " is negative (", limit,
+                                                     "); 0 means no limit."));
+    }
   }
   if (options.compute_threads < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -27,6 +27,7 @@
 #include "emulator/collectives/collective_hub.h"
 #include "emulator/collectives/peer_link.h"
 #include "emulator/faults/fault_plan.h"
+#include "emulator/worker/client_limits.h"
 #include "emulator/worker/transfer_data.h"
 #include "proto/control.pb.h"
 #include "proto/tpu_driver.pb.h"
@@ -75,6 +76,14 @@ struct WorkerOptions {
   // Time every top-level instruction of every program run, per compiled
   // program (the control service's GetProfile).
   bool profile_programs = false;
+  // Host memory every buffer of this process may commit in all (literals,
+  // HBM contents, transfer payloads, program intermediates); an operation
+  // that would pass it fails RESOURCE_EXHAUSTED. 0: no budget. When set, the
+  // worker installs it as the process budget (hlo/memory_budget.h) for the
+  // rest of the process's life, so set it for one worker per process.
+  int64_t host_memory_budget = 0;
+  // What each client may hold at once (emulator/worker/client_limits.h).
+  ClientLimits client_limits;
 };
 
 // One StreamExecute call. Requests go in through Submit; responses come out

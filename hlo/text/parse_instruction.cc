@@ -269,6 +269,8 @@ absl::Status Parser::ParseOperand(PendingComputation* computation,
 // Named "<opcode>.anon" (then ".anon.1", ...), as XLA names them.
 absl::Status Parser::ParseNestedInstruction(PendingComputation* computation,
                                             NameRef* ref) {
+  NestingScope nesting(this);
+  HLO_RETURN_IF_ERROR(nesting.status());
   lexer_.SkipSpace();
   PendingInstruction nested;
   nested.pos = lexer_.pos();

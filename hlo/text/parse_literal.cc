@@ -20,6 +20,10 @@
 namespace tpu::hlo::text_internal {
 namespace {
 
+// Most values an elided literal may stand for (1 GiB of f32): a LiteralProto
+// field holds fewer than 2^31 and the memory is taken while parsing.
+constexpr int64_t kMaxElidedElements = int64_t{1} << 28;
+
 // "nan" or "nan(0x<payload>)" after the sign; false if the payload is bad.
 bool ParseNan(absl::string_view body, bool negative, double* value,
               float* single) {
@@ -203,6 +207,8 @@ absl::Status Parser::ParseIntegerElement(xla::PrimitiveType type,
 
 absl::Status Parser::ParseArrayElements(const xla::ShapeProto& shape, int dim,
                                         xla::LiteralProto* literal) {
+  NestingScope nesting(this);
+  HLO_RETURN_IF_ERROR(nesting.status());
   HLO_RETURN_IF_ERROR(Expect('{'));
   const int64_t n = shape.dimensions(dim);
   const bool innermost = dim + 1 == shape.dimensions_size();
@@ -228,6 +234,8 @@ absl::Status Parser::ParseLiteral(const xla::ShapeProto& shape,
   *literal->mutable_shape() = shape;
   const xla::PrimitiveType type = shape.element_type();
   if (type == xla::TUPLE) {
+    NestingScope nesting(this);
+    HLO_RETURN_IF_ERROR(nesting.status());
     HLO_RETURN_IF_ERROR(Expect('('));
     for (int i = 0; i < shape.tuple_shapes_size(); ++i) {
       if (i > 0) HLO_RETURN_IF_ERROR(Expect(','));
@@ -249,6 +257,13 @@ absl::Status Parser::ParseLiteral(const xla::ShapeProto& shape,
     lexer_.set_pos(brace + 1);
     if (lexer_.TryConsume("...")) {
       HLO_RETURN_IF_ERROR(Expect('}'));
+      // Elided values are made up here, so a few characters may ask for
+      // any amount of memory: refused beyond what a LiteralProto holds.
+      if (count > kMaxElidedElements) {
+        return ErrorAt(brace, absl::StrCat("an elided literal ({...}) of ",
+                                           count, " elements; at most ",
+                                           kMaxElidedElements, " are made up"));
+      }
       FillElided(type, count, literal);
       return absl::OkStatus();
     }

@@ -17,6 +17,8 @@ namespace tpu::hlo::text_internal {
 absl::Status Parser::ParseShape(xla::ShapeProto* shape) {
   const char c = lexer_.Peek();
   if (c == '(') {
+    NestingScope nesting(this);
+    HLO_RETURN_IF_ERROR(nesting.status());
     lexer_.set_pos(lexer_.pos() + 1);
     shape->set_element_type(xla::TUPLE);
     if (lexer_.TryConsume(')')) return absl::OkStatus();

@@ -313,6 +313,32 @@ class Parser {
                                    xla::HloModuleProto* module);
   void SetSchedule(const Resolution& r, xla::HloModuleProto* module);
 
+  // Recursive descent takes a stack frame per level of tuple shapes,
+  // literals, array braces and operand instructions; beyond kMaxNesting
+  // levels the text is refused (INVALID_ARGUMENT) before the stack runs out.
+  static constexpr int kMaxNesting = 256;
+  class NestingScope {
+   public:
+    explicit NestingScope(Parser* parser) : parser_(parser) {
+      ++parser_->nesting_;
+    }
+    ~NestingScope() { --parser_->nesting_; }
+    NestingScope(const NestingScope&) = delete;
+    NestingScope& operator=(const NestingScope&) = delete;
+    absl::Status status() const {
+      if (parser_->nesting_ <= kMaxNesting) return absl::OkStatus();
+      return parser_->ErrorAt(
+          parser_->lexer_.pos(),
+          absl::StrCat("nesting deeper than ", kMaxNesting,
+                       " levels (tuple shapes, literals, braces or operand "
+                       "instructions)"));
+    }
+
+   private:
+    Parser* parser_;
+  };
+  int nesting_ = 0;
+
   HloLexer lexer_;
   std::deque<PendingComputation> computations_;
   // Names the parser makes up; a deque so views into them stay valid.

@@ -10,7 +10,10 @@
 //                [--unknown_handle_wait_ms=5000] [--report_waits_after=10s]
 //                [--launch_barrier] [--record_dir=DIR] [--fault='RULE']...
 //                [--fault_plan=FILE] [--trace_out=FILE [--trace_instructions]]
-//                [--profile_programs]
+//                [--profile_programs] [--host_memory_budget=SIZE]
+//                [--max_handles_per_client=N]
+//                [--max_pending_operations_per_client=N]
+//                [--max_bytes_in_flight_per_client=SIZE]
 //
 // Prints "tpu_emulator listening on HOST:PORT" (plus " (TLS)" or " (mutual
 // TLS)", and " and unix:PATH" with --unix_socket) once it serves (and writes
@@ -37,6 +40,7 @@
 #include "emulator/faults/fault_plan.h"
 #include "emulator/faults/fault_plan_file.h"
 #include "emulator/service/server.h"
+#include "emulator/worker/host_memory_budget.h"
 #include "hlo/host_memory.h"
 
 ABSL_FLAG(int, port, 8470, "Port to listen on; 0 picks a free port.");
@@ -108,6 +112,18 @@ ABSL_FLAG(std::string, fault, "",
 ABSL_FLAG(std::string, fault_plan, "",
           "A file of fault rules, one per line ('#' starts a comment line); "
           "its rules come after the --fault ones.");
+ABSL_FLAG(std::string, host_memory_budget, "",
+          "Host memory all buffers of the worker may commit (e.g. 8GiB, "
+          "512MiB); an operation that would pass it fails RESOURCE_EXHAUSTED. "
+          "Default: half of this machine's memory.");
+ABSL_FLAG(int64_t, max_handles_per_client, int64_t{1} << 20,
+          "Live buffers and programs one client may hold; 0 = no limit.");
+ABSL_FLAG(int64_t, max_pending_operations_per_client, int64_t{1} << 18,
+          "Operations one client may have sent and not had answered; 0 = no "
+          "limit.");
+ABSL_FLAG(std::string, max_bytes_in_flight_per_client, "4GiB",
+          "transfer_to bytes one client may have received and not yet "
+          "stored; 0 = no limit.");
 
 namespace {
 
@@ -197,7 +213,10 @@ int main(int argc, char** argv) {
       "[--compute_threads=0] [--unknown_handle_wait_ms=5000] "
       "[--report_waits_after=10s] [--launch_barrier] [--record_dir=DIR] "
       "[--fault='RULE']... [--fault_plan=FILE] "
-      "[--trace_out=FILE [--trace_instructions]] [--profile_programs]");
+      "[--trace_out=FILE [--trace_instructions]] [--profile_programs] "
+      "[--host_memory_budget=SIZE] [--max_handles_per_client=N] "
+      "[--max_pending_operations_per_client=N] "
+      "[--max_bytes_in_flight_per_client=SIZE]");
   const std::vector<std::string> fault_rules = TakeFaultFlags(&argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
@@ -253,6 +272,34 @@ int main(int argc, char** argv) {
   options.worker.fault_plan = plan;
   options.worker.profile_programs = absl::GetFlag(FLAGS_profile_programs);
   const std::string trace_out = absl::GetFlag(FLAGS_trace_out);
+  const std::string budget = absl::GetFlag(FLAGS_host_memory_budget);
+  if (budget.empty()) {
+    options.worker.host_memory_budget =
+        tpu::emulator::DefaultHostMemoryBudget();
+  } else {
+    absl::StatusOr<int64_t> bytes = tpu::emulator::ParseByteSize(budget);
+    if (!bytes.ok()) {
+      return Fail(
+          absl::StrCat("--host_memory_budget: ", bytes.status().message()));
+    }
+    options.worker.host_memory_budget = *bytes;
+  }
+  options.worker.client_limits.max_handles =
+      absl::GetFlag(FLAGS_max_handles_per_client);
+  options.worker.client_limits.max_pending_operations =
+      absl::GetFlag(FLAGS_max_pending_operations_per_client);
+  const std::string in_flight =
+      absl::GetFlag(FLAGS_max_bytes_in_flight_per_client);
+  if (in_flight == "0") {
+    options.worker.client_limits.max_bytes_in_flight = 0;
+  } else {
+    absl::StatusOr<int64_t> bytes = tpu::emulator::ParseByteSize(in_flight);
+    if (!bytes.ok()) {
+      return Fail(absl::StrCat("--max_bytes_in_flight_per_client: ",
+                               bytes.status().message()));
+    }
+    options.worker.client_limits.max_bytes_in_flight = *bytes;
+  }
 
   absl::StatusOr<std::unique_ptr<tpu::emulator::Server>> server =
       tpu::emulator::Server::Start(options);
