@@ -287,6 +287,13 @@ bool HasNonDefaultMinorToMajor(const xla::ShapeProto& shape) {
   const auto& m2m = shape.layout().minor_to_major();
   const int rank = shape.dimensions_size();
   if (m2m.size() != rank) return false;
+  // Only a permutation of the dimensions is a layout to permute by (shapes
+  // from protos are not validated by the parser).
+  std::vector<bool> seen(rank, false);
+  for (int64_t dim : m2m) {
+    if (dim < 0 || dim >= rank || seen[dim]) return false;
+    seen[dim] = true;
+  }
   for (int i = 0; i < rank; ++i) {
     if (m2m[i] != rank - 1 - i) return true;
   }
