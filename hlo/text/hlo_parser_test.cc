@@ -267,6 +267,16 @@ TEST(HloParserTest, LayoutMustBeAPermutationOfTheDimensions) {
   EXPECT_EQ(module.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Found by fuzz/hlo_text_fuzzer: the storage for a constant was reserved
+// from its shape before any element was read, so an unbounded dimension
+// (a negative count) threw std::length_error out of the parser.
+TEST(HloParserTest, ConstantOfUnboundedShapeIsAnErrorNotAThrow) {
+  auto module = ParseHloModule(
+      "HloModule m\nENTRY %c {\n  ROOT %u4 = u4[?]{0} constant({0, 15})\n}\n");
+  EXPECT_EQ(module.status(), absl::InvalidArgumentError(
+                                 "line 3, column 33: expected '}', got '0'"));
+}
+
 TEST(HloParserTest, ConstantsOfEveryKind) {
   xla::HloModuleProto m = MustParse(testing::ReadTestData("constants.hlo"));
   EXPECT_THAT(Find(m, "pred").literal().preds(),
