@@ -5,8 +5,8 @@
 # per target to the file named by $1, for tools/summarize_tests.py.
 #
 # By default only the parser and .npy targets: a cold clang build of the
-# interpreter and worker under ASan costs more than the whole CI run (see
-# fuzz/README.md). FUZZ_SMOKE_TARGETS="hlo_text_fuzzer npy_fuzzer
+# interpreter and worker under ASan costs more than the whole CI run (see the
+# README, "Fuzzing and sanitizers"). FUZZ_SMOKE_TARGETS="hlo_text_fuzzer npy_fuzzer
 # wire_slices_fuzzer hlo_module_fuzzer worker_stream_fuzzer" runs them all.
 set -uo pipefail
 cd "$(dirname "$0")/.."
