@@ -271,8 +271,13 @@ bool IsUnsignedIntType(xla::PrimitiveType type) {
 }
 
 int64_t ElementCount(const xla::ShapeProto& shape) {
+  // -1 when the product overflows (hostile or unbounded dimensions): signed
+  // overflow is undefined, and callers already treat counts <= 0 as nothing
+  // to reserve.
   int64_t count = 1;
-  for (int64_t d : shape.dimensions()) count *= d;
+  for (int64_t d : shape.dimensions()) {
+    if (__builtin_mul_overflow(count, d, &count)) return -1;
+  }
   return count;
 }
 
