@@ -171,6 +171,34 @@ bool SliceReader::SkipValue(uint32_t wire_type, size_t end,
   }
 }
 
+bool SliceReader::SkipField(uint64_t tag, size_t end, size_t* offset) const {
+  if (wire::WireTypeOf(tag) != wire::kStartGroup) {
+    return SkipValue(wire::WireTypeOf(tag), end, offset);
+  }
+  // Protobuf keeps unknown groups, so a message holding one is valid: skip
+  // to the end tag of each open group, innermost first.
+  std::vector<uint32_t> open_groups = {wire::FieldOf(tag)};
+  while (!open_groups.empty()) {
+    if (*offset >= end) return false;
+    uint64_t inner;
+    if (!ReadVarint(offset, &inner) || *offset > end) return false;
+    if (wire::FieldOf(inner) == 0) return false;
+    switch (wire::WireTypeOf(inner)) {
+      case wire::kStartGroup:
+        if (open_groups.size() >= wire::kMaxGroupDepth) return false;
+        open_groups.push_back(wire::FieldOf(inner));
+        break;
+      case wire::kEndGroup:
+        if (wire::FieldOf(inner) != open_groups.back()) return false;
+        open_groups.pop_back();
+        break;
+      default:
+        if (!SkipValue(wire::WireTypeOf(inner), end, offset)) return false;
+    }
+  }
+  return true;
+}
+
 void SliceWriter::CommitText() {
   if (text_.empty()) return;
   size_ += static_cast<int64_t>(text_.size());
@@ -202,7 +230,7 @@ bool FindNestedBytes(const SliceReader& reader, size_t begin, size_t end,
     uint64_t tag;
     if (!reader.ReadVarint(&offset, &tag)) return false;
     if (tag != wire::LengthDelimitedTag(nested.outer)) {
-      if (!reader.SkipValue(wire::WireTypeOf(tag), end, &offset)) return false;
+      if (!reader.SkipField(tag, end, &offset)) return false;
       continue;
     }
     size_t length;
@@ -214,7 +242,7 @@ bool FindNestedBytes(const SliceReader& reader, size_t begin, size_t end,
       uint64_t inner;
       if (!reader.ReadVarint(&offset, &inner)) return false;
       if (inner != wire::LengthDelimitedTag(nested.inner)) {
-        if (!reader.SkipValue(wire::WireTypeOf(inner), outer_end, &offset)) {
+        if (!reader.SkipField(inner, outer_end, &offset)) {
           return false;
         }
         continue;

@@ -28,7 +28,11 @@ namespace wire {
 inline constexpr uint32_t kVarint = 0;
 inline constexpr uint32_t kFixed64 = 1;
 inline constexpr uint32_t kLengthDelimited = 2;
+inline constexpr uint32_t kStartGroup = 3;
+inline constexpr uint32_t kEndGroup = 4;
 inline constexpr uint32_t kFixed32 = 5;
+// Groups nest at most this deep, as protobuf's default recursion limit.
+inline constexpr int kMaxGroupDepth = 100;
 
 inline constexpr uint32_t FieldOf(uint64_t tag) {
   return static_cast<uint32_t>(tag >> 3);
@@ -70,6 +74,11 @@ class SliceReader {
   // Skips the value of a field of `wire_type` at *offset, not past `end`;
   // false if malformed (groups, which nothing here sends, count as malformed).
   bool SkipValue(uint32_t wire_type, size_t end, size_t* offset) const;
+  // Skips the value of the field whose `tag` was just read, as protobuf does
+  // for an unknown field: like SkipValue, and a group up to its matching end
+  // tag (nested at most wire::kMaxGroupDepth deep). False if malformed,
+  // including an end-group tag with no group open.
+  bool SkipField(uint64_t tag, size_t end, size_t* offset) const;
   // Reads the length of a length-delimited value at *offset, advancing it;
   // false if malformed or if the value would run past `end`.
   bool ReadLength(size_t end, size_t* offset, size_t* length) const;
@@ -127,7 +136,7 @@ bool ForEachMessageField(const SliceReader& reader, uint32_t field,
     uint64_t tag;
     if (!reader.ReadVarint(&offset, &tag)) return false;
     if (tag != wire::LengthDelimitedTag(field)) {
-      if (!reader.SkipValue(wire::WireTypeOf(tag), reader.size(), &offset)) {
+      if (!reader.SkipField(tag, reader.size(), &offset)) {
         return false;
       }
       continue;

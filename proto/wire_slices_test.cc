@@ -80,6 +80,68 @@ TEST(WireSlicesTest, LargeCopiesSplitAcrossThreadsAreExact) {
   EXPECT_TRUE(out.compare(1, n, bytes, offset, n) == 0);
 }
 
+// Found by fuzz/wire_slices_fuzzer: protobuf accepts unknown groups, so a
+// request holding one must not be refused as malformed by the codec.
+TEST(WireSlicesTest, SkipFieldSkipsGroupsAsProtobufDoes) {
+  auto tag = [](uint32_t field, uint32_t wire_type, std::string* out) {
+    wire::AppendVarint(uint64_t{field} << 3 | wire_type, out);
+  };
+  // Group 3 { varint 1: 7, group 5 { "ab" in field 2 }, fixed32 }, then a
+  // varint field 9.
+  std::string bytes;
+  tag(3, wire::kStartGroup, &bytes);
+  const size_t after_tag = bytes.size();
+  tag(1, wire::kVarint, &bytes);
+  wire::AppendVarint(7, &bytes);
+  tag(5, wire::kStartGroup, &bytes);
+  tag(2, wire::kLengthDelimited, &bytes);
+  bytes +=
+      "\x02"
+      "ab";
+  tag(5, wire::kEndGroup, &bytes);
+  tag(4, wire::kFixed32, &bytes);
+  bytes += "wxyz";
+  tag(3, wire::kEndGroup, &bytes);
+  const size_t group_end = bytes.size();
+  tag(9, wire::kVarint, &bytes);
+  bytes += "\x01";
+  SliceReader reader = Pieces(bytes, 3);
+  size_t offset = after_tag;
+  ASSERT_TRUE(
+      reader.SkipField(3 << 3 | wire::kStartGroup, bytes.size(), &offset));
+  EXPECT_EQ(offset, group_end);
+  offset = after_tag;
+  EXPECT_FALSE(
+      reader.SkipField(3 << 3 | wire::kStartGroup, group_end - 1, &offset))
+      << "a group running past `end` is malformed";
+  offset = after_tag;
+  EXPECT_FALSE(
+      reader.SkipField(4 << 3 | wire::kStartGroup, bytes.size(), &offset))
+      << "group 3's end tag does not close group 4";
+  offset = 0;
+  EXPECT_FALSE(
+      reader.SkipField(3 << 3 | wire::kEndGroup, bytes.size(), &offset))
+      << "an end tag with no group open";
+  int visited = 0;
+  EXPECT_TRUE(ForEachMessageField(reader, 7, [&](size_t, size_t) {
+    ++visited;
+    return true;
+  }));
+  EXPECT_EQ(visited, 0);
+
+  // Nesting: kMaxGroupDepth groups are fine, one more is refused.
+  for (int depth : {wire::kMaxGroupDepth, wire::kMaxGroupDepth + 1}) {
+    std::string nested;
+    for (int i = 0; i < depth; ++i) tag(1, wire::kStartGroup, &nested);
+    for (int i = 0; i < depth; ++i) tag(1, wire::kEndGroup, &nested);
+    SliceReader deep = Pieces(nested, 5);
+    size_t at = 1;
+    EXPECT_EQ(deep.SkipField(1 << 3 | wire::kStartGroup, nested.size(), &at),
+              depth == wire::kMaxGroupDepth)
+        << depth;
+  }
+}
+
 TEST(WireSlicesTest, SkipValueHonoursEnd) {
   // varint 300, fixed64, fixed32, then a length-delimited "hello".
   std::string bytes;

@@ -25,6 +25,8 @@ PACKAGES=(
   python3-venv             # the wheel test installs into a fresh venv
   openssl                  # tests/e2e/tls_e2e_test makes its certificates
   graphviz                 # dot: renders `tpu_ctl waits --format=dot` (README pictures)
+  clang                    # --config=fuzz (tools/fuzz_smoke.sh)
+  libclang-rt-14-dev       # libFuzzer, ASan and UBSan runtimes of clang 14
 )
 
 missing=()

@@ -36,11 +36,24 @@ if [[ $build_rc -eq 0 ]]; then
   if [[ $pytest_rc -eq 5 ]]; then pytest_rc=0; fi
 fi
 
+# A short libFuzzer run of the fuzz targets (tools/fuzz_smoke.sh), one case
+# per target, with FUZZ_SMOKE=1. Last: it builds with clang into the same
+# output tree. Off by default: a cold clang+ASan build of the protos and the
+# parser would take CI past its time budget; every corpus and regression
+# input still runs in the gcc build through //fuzz:*_replay_test.
+fuzz_xml=()
+fuzz_rc=0
+if [[ $build_rc -eq 0 && "${FUZZ_SMOKE:-0}" == "1" ]]; then
+  fuzz_xml=("$pytest_xml_dir/fuzz_smoke.xml")
+  tools/fuzz_smoke.sh "${fuzz_xml[0]}"
+  fuzz_rc=$?
+fi
+
 bazel query 'tests(//...)' 2>/dev/null |
   python3 tools/summarize_tests.py "$(bazel info bazel-testlogs 2>/dev/null)" \
-    "$build_rc" "${pytest_xml[@]}"
+    "$build_rc" "${pytest_xml[@]}" "${fuzz_xml[@]}"
 summary_rc=$?
-if [[ $build_rc -ne 0 || $test_rc -ne 0 || $pytest_rc -ne 0 ||
+if [[ $build_rc -ne 0 || $test_rc -ne 0 || $pytest_rc -ne 0 || $fuzz_rc -ne 0 ||
       $summary_rc -ne 0 ]]; then
   exit 1
 fi

@@ -246,6 +246,37 @@ TEST(HloParserTest, ShapesWithLayoutsTilesMemorySpaceAndDynamicDims) {
   EXPECT_EQ(scalar_space->layout().memory_space(), 2);
 }
 
+// Found by fuzz/hlo_text_fuzzer: a layout naming a dimension the shape does
+// not have made the constant's permutation read past the dimensions.
+TEST(HloParserTest, LayoutMustBeAPermutationOfTheDimensions) {
+  for (const char* text : {"s16[2]{8}", "f32[2,3]{1,1}", "f32[2,3]{-1,0}"}) {
+    auto shape = ParseShape(text);
+    ASSERT_FALSE(shape.ok()) << text;
+    EXPECT_EQ(shape.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(shape.status().message()),
+                HasSubstr("is not a permutation of the dimensions 0 to "))
+        << shape.status();
+  }
+  absl::Status status = ParseShape("s16[2]{8}").status();
+  EXPECT_EQ(std::string(status.message()),
+            "line 1, column 8: layout {8} is not a permutation of the "
+            "dimensions 0 to 0 of a rank-1 shape");
+  auto module = ParseHloModule(
+      "HloModule m\nENTRY %c {\n  ROOT %s16 = s16[2]{8} "
+      "constant({-32768, 32767})\n}\n");
+  EXPECT_EQ(module.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Found by fuzz/hlo_text_fuzzer: the storage for a constant was reserved
+// from its shape before any element was read, so an unbounded dimension
+// (a negative count) threw std::length_error out of the parser.
+TEST(HloParserTest, ConstantOfUnboundedShapeIsAnErrorNotAThrow) {
+  auto module = ParseHloModule(
+      "HloModule m\nENTRY %c {\n  ROOT %u4 = u4[?]{0} constant({0, 15})\n}\n");
+  EXPECT_EQ(module.status(), absl::InvalidArgumentError(
+                                 "line 3, column 33: expected '}', got '0'"));
+}
+
 TEST(HloParserTest, ConstantsOfEveryKind) {
   xla::HloModuleProto m = MustParse(testing::ReadTestData("constants.hlo"));
   EXPECT_THAT(Find(m, "pred").literal().preds(),

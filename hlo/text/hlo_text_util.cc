@@ -271,8 +271,13 @@ bool IsUnsignedIntType(xla::PrimitiveType type) {
 }
 
 int64_t ElementCount(const xla::ShapeProto& shape) {
+  // -1 when the product overflows (hostile or unbounded dimensions): signed
+  // overflow is undefined, and callers already treat counts <= 0 as nothing
+  // to reserve.
   int64_t count = 1;
-  for (int64_t d : shape.dimensions()) count *= d;
+  for (int64_t d : shape.dimensions()) {
+    if (__builtin_mul_overflow(count, d, &count)) return -1;
+  }
   return count;
 }
 
@@ -287,6 +292,13 @@ bool HasNonDefaultMinorToMajor(const xla::ShapeProto& shape) {
   const auto& m2m = shape.layout().minor_to_major();
   const int rank = shape.dimensions_size();
   if (m2m.size() != rank) return false;
+  // Only a permutation of the dimensions is a layout to permute by (shapes
+  // from protos are not validated by the parser).
+  std::vector<bool> seen(rank, false);
+  for (int64_t dim : m2m) {
+    if (dim < 0 || dim >= rank || seen[dim]) return false;
+    seen[dim] = true;
+  }
   for (int i = 0; i < rank; ++i) {
     if (m2m[i] != rank - 1 - i) return true;
   }

@@ -229,7 +229,8 @@ void StoreValue(xla::PrimitiveType type, double v, float single, int64_t i,
 
 void ReserveElements(xla::PrimitiveType type, int64_t count,
                      xla::LiteralProto* literal) {
-  if (count > (int64_t{1} << 28)) return;  // Let it grow; avoid huge reserves.
+  // Let it grow; avoid huge reserves (and a count that overflowed).
+  if (count <= 0 || count > (int64_t{1} << 28)) return;
   const int n = static_cast<int>(count);
   if (VisitRepeatedField(type, [&](auto access, int group) {
         access.Mutable(literal)->Reserve(group * n);

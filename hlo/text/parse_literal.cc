@@ -2,6 +2,7 @@
 // tuples "(1, {2, 3})", complex "(1, -2)", elided "{...}", and numbers
 // including inf, nan and nan(0x<payload>).
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -269,7 +270,13 @@ absl::Status Parser::ParseLiteral(const xla::ShapeProto& shape,
     }
     lexer_.set_pos(brace);
   }
-  ReserveElements(type, count, literal);
+  // Every element written out takes at least one character, so the text left
+  // bounds what is worth reserving whatever the shape claims.
+  ReserveElements(
+      type,
+      std::min<int64_t>(
+          count, static_cast<int64_t>(lexer_.text().size() - lexer_.pos())),
+      literal);
   if (shape.dimensions_size() == 0) {
     HLO_RETURN_IF_ERROR(ParseElement(type, literal));
   } else {

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "hlo/text/hlo_text_util.h"
 #include "hlo/text/parser_internal.h"
@@ -85,6 +86,20 @@ absl::Status Parser::ParseLayout(int rank, xla::LayoutProto* layout) {
     return ErrorAt(m2m_pos,
                    absl::StrCat("layout has ", layout->minor_to_major_size(),
                                 " dimensions but the shape has rank ", rank));
+  }
+  // Every dimension exactly once: literals are permuted by this order, so an
+  // index out of range would reach past the shape's dimensions.
+  std::vector<bool> seen(rank, false);
+  for (int64_t dim : layout->minor_to_major()) {
+    if (dim < 0 || dim >= rank || seen[dim]) {
+      return ErrorAt(
+          m2m_pos,
+          absl::StrCat("layout {", absl::StrJoin(layout->minor_to_major(), ","),
+                       "} is not a permutation of the dimensions 0 "
+                       "to ",
+                       rank - 1, " of a rank-", rank, " shape"));
+    }
+    seen[dim] = true;
   }
   if (lexer_.TryConsume(':')) {
     while (lexer_.Peek() != '}') {
