@@ -204,6 +204,34 @@ TEST_F(RecordReplayE2ETest, WorkerWithLessMemoryFailsAtTheFirstAllocation) {
   EXPECT_THAT(stopped.out, Not(HasSubstr("#2 ")));
 }
 
+TEST_F(RecordReplayE2ETest, FaultRulesTurnAReplayIntoAReproduction) {
+  const std::string log = RecordSession();
+  ASSERT_FALSE(log.empty());
+  auto fresh = StartWorker("faulted");
+  ASSERT_NE(fresh, nullptr);
+  const std::string target = absl::StrCat("grpc://", fresh->address());
+  tools::CommandResult run =
+      Replay(log, target, {"--fault=transfer_from fail=DATA_LOSS:bit flip"});
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_THAT(run.out,
+              HasSubstr(absl::StrCat("fault rule on ", target,
+                                     ": transfer_from fail=DATA_LOSS:bit "
+                                     "flip\n")));
+  EXPECT_THAT(run.out, HasSubstr("transfer_from) failed: DATA_LOSS: bit flip"));
+  EXPECT_THAT(run.out, HasSubstr("first difference from the recording: "
+                                 "operation #6 (id 7, transfer_from): status "
+                                 "differs: recorded OK, replayed DATA_LOSS: "
+                                 "bit flip"));
+
+  tools::CommandResult bad = Replay(log, target, {"--fault=alloc explode"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_THAT(bad.err, HasSubstr("tpu_replay: error: INVALID_ARGUMENT: "
+                                 "--fault='alloc explode' on "));
+  tools::CommandResult local = Replay(log, "local://", {"--fault=alloc hang"});
+  EXPECT_EQ(local.exit_code, 2) << local.out << local.err;
+  EXPECT_THAT(local.err, HasSubstr("--fault needs a grpc:// target"));
+}
+
 TEST_F(RecordReplayE2ETest, RecordDirCapturesAnUnmodifiedClient) {
   const std::string dir = Dir() + "/sessions";
   fs::create_directories(dir);

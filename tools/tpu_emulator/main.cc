@@ -42,6 +42,7 @@
 #include "emulator/service/server.h"
 #include "emulator/worker/host_memory_budget.h"
 #include "hlo/host_memory.h"
+#include "tools/lib/repeated_flag.h"
 
 ABSL_FLAG(int, port, 8470, "Port to listen on; 0 picks a free port.");
 ABSL_FLAG(std::string, bind, "127.0.0.1",
@@ -127,29 +128,6 @@ ABSL_FLAG(std::string, max_bytes_in_flight_per_client, "4GiB",
 
 namespace {
 
-// absl keeps only the last value of a repeated flag, so every --fault is
-// taken out of argv before absl parses it. Returns the rules in order.
-std::vector<std::string> TakeFaultFlags(int* argc, char** argv) {
-  std::vector<std::string> rules;
-  int out = 1;
-  for (int i = 1; i < *argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--") {
-      while (i < *argc) argv[out++] = argv[i++];
-      break;
-    }
-    if (arg.rfind("--fault=", 0) == 0) {
-      rules.push_back(arg.substr(8));
-    } else if (arg == "--fault" && i + 1 < *argc) {
-      rules.push_back(argv[++i]);
-    } else {
-      argv[out++] = argv[i];
-    }
-  }
-  *argc = out;
-  return rules;
-}
-
 int Fail(const std::string& message) {
   fprintf(stderr, "tpu_emulator: %s\n", message.c_str());
   return 2;
@@ -217,7 +195,8 @@ int main(int argc, char** argv) {
       "[--host_memory_budget=SIZE] [--max_handles_per_client=N] "
       "[--max_pending_operations_per_client=N] "
       "[--max_bytes_in_flight_per_client=SIZE]");
-  const std::vector<std::string> fault_rules = TakeFaultFlags(&argc, argv);
+  const std::vector<std::string> fault_rules =
+      tpu::tools::TakeRepeatedFlag("fault", &argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
     return Fail(

@@ -2,7 +2,7 @@
 // target and tells whether it still behaves as recorded.
 //
 //   tpu_replay --log=PATH --target=ADDRESS [--stop_at_first_failure]
-//              [--timeout=5m]
+//              [--timeout=5m] [--fault='RULE']...
 //
 // The log is what record://|file=PATH|worker=... or tpu_emulator
 // --record_dir wrote (TensorFlow's recording format; proto/recording.h).
@@ -10,6 +10,11 @@
 // that fails is printed with its status. If PATH.results exists (written by
 // the same recorders), the first operation whose status code or
 // transfer_from bytes differ from the recording is printed too.
+//
+// Each --fault rule is added to the target's fault rules (its control
+// service; grpc:// targets only) before the replay starts, so a recorded
+// session becomes a reproduction of a failure. The rules stay on the worker
+// afterwards (`tpu_ctl faults clear` removes them).
 //
 // Exit code: 0 when every operation succeeded, or, with PATH.results, when
 // every result matched the recording; 1 otherwise; 2 when the log cannot be
@@ -24,10 +29,14 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "driver/driver_registry.h"
 #include "driver/record/replay.h"
+#include "proto/control_call.h"
+#include "proto/json_quote.h"
+#include "tools/lib/repeated_flag.h"
 
 ABSL_FLAG(std::string, log, "",
           "The recording to replay (record:// file= or a --record_dir file).");
@@ -47,12 +56,41 @@ int Fail(const std::string& message) {
   return 2;
 }
 
+// Adds `rules` to the fault rules of the worker at `target`, printing each
+// with its number.
+absl::Status AddFaults(const std::string& target,
+                       const std::vector<std::string>& rules) {
+  if (rules.empty()) return absl::OkStatus();
+  if (!absl::StartsWith(target, "grpc://")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--fault needs a grpc:// target (a tpu_emulator's control service), "
+        "not '",
+        target, "'"));
+  }
+  for (const std::string& rule : rules) {
+    absl::StatusOr<std::string> added = tpu::wire::CallControl(
+        target, "AddFault",
+        absl::StrCat("{\"rule\": ", tpu::wire::JsonQuote(rule), "}"),
+        absl::Seconds(10));
+    if (!added.ok()) {
+      return absl::Status(added.status().code(),
+                          absl::StrCat("--fault='", rule, "' on ", target, ": ",
+                                       added.status().message()));
+    }
+    printf("fault rule on %s: %s\n", target.c_str(), rule.c_str());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "Replays a TPU driver recording against a target.\nUsage: tpu_replay "
-      "--log=PATH --target=ADDRESS [--stop_at_first_failure] [--timeout=5m]");
+      "--log=PATH --target=ADDRESS [--stop_at_first_failure] [--timeout=5m] "
+      "[--fault='RULE']...");
+  const std::vector<std::string> faults =
+      tpu::tools::TakeRepeatedFlag("fault", &argc, argv);
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
     return Fail(
@@ -80,6 +118,9 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<tpu::driver::TpuDriver>> driver =
       tpu::driver::DriverRegistry::Open(target);
   if (!driver.ok()) return Fail(driver.status().ToString());
+  if (absl::Status added = AddFaults(target, faults); !added.ok()) {
+    return Fail(added.ToString());
+  }
 
   tpu::driver::ReplayOptions options;
   options.stop_at_first_failure = absl::GetFlag(FLAGS_stop_at_first_failure);
