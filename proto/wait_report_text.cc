@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "proto/json_quote.h"
 
 namespace tpu::wire {
 namespace {
@@ -22,30 +23,6 @@ const char* StateName(CoreWait::Activity activity) {
     default:
       return "idle";
   }
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 template <typename Ints>
@@ -141,14 +118,14 @@ std::string WaitReportToJson(const tpu_emulator::WaitReport& report) {
   for (const CoreWait& core : report.cores()) {
     std::vector<std::string> diagnosis, history;
     for (const std::string& line : core.diagnosis()) {
-      diagnosis.push_back(JsonString(line));
+      diagnosis.push_back(JsonQuote(line));
     }
     for (const auto& r : core.history()) {
       history.push_back(absl::StrCat(
           "{\"sequence\": ", r.sequence(), ", \"program\": ",
-          JsonString(r.program()), ", \"launch\": ", r.launch(),
-          ", \"instruction\": ", JsonString(r.instruction()), ", \"kind\": ",
-          JsonString(r.kind()), ", \"signature\": ", JsonString(r.signature()),
+          JsonQuote(r.program()), ", \"launch\": ", r.launch(),
+          ", \"instruction\": ", JsonQuote(r.instruction()), ", \"kind\": ",
+          JsonQuote(r.kind()), ", \"signature\": ", JsonQuote(r.signature()),
           ", \"group\": ", JsonInts(r.group()), ", \"state\": \"",
           r.done() ? "done" : "waiting",
           "\", \"start_unix_micros\": ", r.start_unix_micros(),
@@ -157,11 +134,11 @@ std::string WaitReportToJson(const tpu_emulator::WaitReport& report) {
     cores.push_back(absl::StrCat(
         "{\"core\": ", core.core(), ", \"host_id\": ", core.host_id(),
         ", \"state\": \"", StateName(core.activity()),
-        "\", \"program\": ", JsonString(core.program()),
+        "\", \"program\": ", JsonQuote(core.program()),
         ", \"launch\": ", core.launch(), ", \"client\": ", core.client_id(),
-        ", \"instruction\": ", JsonString(core.instruction()),
-        ", \"kind\": ", JsonString(core.kind()), ", \"signature\": ",
-        JsonString(core.signature()), ", \"group\": ", JsonInts(core.group()),
+        ", \"instruction\": ", JsonQuote(core.instruction()),
+        ", \"kind\": ", JsonQuote(core.kind()), ", \"signature\": ",
+        JsonQuote(core.signature()), ", \"group\": ", JsonInts(core.group()),
         ", \"waiting_for\": ", JsonInts(core.waiting_for()),
         ", \"since_unix_micros\": ", core.since_unix_micros(),
         ", \"diagnosis\": [", absl::StrJoin(diagnosis, ", "), "], \"queued\": ",

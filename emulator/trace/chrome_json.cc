@@ -54,30 +54,6 @@ void AppendMetadata(std::string* out, int pid, int64_t tid,
 
 }  // namespace
 
-std::string JsonQuote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string ToChromeJson(const Trace& trace) {
   std::vector<Event> events = trace.events;
   const std::map<int64_t, int> lanes = AssignLanes(events);

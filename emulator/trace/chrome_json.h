@@ -9,11 +9,11 @@
 #include <string>
 
 #include "emulator/trace/recorder.h"
+#include "proto/json_quote.h"
 
 namespace tpu::emulator::trace {
 
-// `s` as a JSON string literal, quotes included.
-std::string JsonQuote(const std::string& s);
+using ::tpu::wire::JsonQuote;
 
 // Every event gets name, cat, ph, ts, pid and tid; slices ("X") dur; flows
 // ("s"/"f") their id, the 'f' binding to its enclosing slice. A client's
