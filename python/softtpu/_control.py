@@ -5,6 +5,8 @@
     print(ctl.wait_report_text())      # who waits in which collective, for whom
     report = ctl.wait_report()         # the same as a dict
     if report["cycles"]: ...
+    ctl.add_fault("execute core=1 nth=1 delay=200ms")   # fault rules
+    ctl.faults(); ctl.clear_faults()
 
 A real TPU has no such service; these calls answer only from tpu_emulator
 (grpc:// targets, or HOST:PORT). Every RPC of proto/control.proto is reachable
@@ -43,6 +45,28 @@ class Control:
                                           json.dumps({"history": int(history)}),
                                           self.timeout)
         return _softtpu._format_wait_report(response)
+
+    def add_fault(self, rule):
+        """Adds a fault rule (the README's grammar, e.g. "execute core=1 nth=1
+        delay=200ms") for operations that start from now on; returns its
+        number. A rule that does not parse raises TpuError INVALID_ARGUMENT
+        naming the column and what was expected."""
+        return int(self.call("AddFault", {"rule": rule})["number"])
+
+    def faults(self):
+        """The worker's fault rules: [{"number", "text", "matched"}]."""
+        return [{"number": int(r["number"]), "text": r["text"],
+                 "matched": int(r["matched"])}
+                for r in self.call("ListFaults").get("rules", [])]
+
+    def clear_faults(self):
+        """Removes every rule (and gives the cores their whole HBM back);
+        returns how many there were."""
+        return int(self.call("ClearFaults").get("cleared", 0))
+
+    def stats(self):
+        """Per core and per client usage and activity now (tpu_ctl stats)."""
+        return self.call("GetStats")
 
     def __repr__(self):
         return f"softtpu.Control({self.target!r})"

@@ -28,15 +28,17 @@ def _die_with_parent():
 
 
 def flag_list(flags):
-    """["--name=value", ...] from a dict (True -> "true"), or a list as is."""
+    """["--name=value", ...] from a dict (True -> "true"; a list or tuple
+    repeats the flag, as {"fault": [rule, rule]} does), or a list as is."""
     if flags is None:
         return []
     if isinstance(flags, dict):
         out = []
         for name, value in flags.items():
-            if isinstance(value, bool):
-                value = "true" if value else "false"
-            out.append(f"--{name}={value}")
+            for one in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(one, bool):
+                    one = "true" if one else "false"
+                out.append(f"--{name}={one}")
         return out
     return list(flags)
 
