@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "hlo/literal.h"
 #include "hlo/text/hlo_parser.h"
+#include "tests/e2e/driver_launches.h"
 #include "tools/lib/subprocess.h"
 
 namespace tpu {
@@ -89,31 +90,10 @@ class CollectivesE2ETest : public ::testing::Test {
   std::shared_ptr<driver::Event> LaunchOneReplica(client::TpuClient& client,
                                                   const std::string& program,
                                                   int core = 0) {
-    driver::TpuDriver* driver = client.driver();
-    auto module = hlo::ParseHloModule(program);
-    EXPECT_TRUE(module.ok()) << module.status();
-    xla::HloProto proto;
-    *proto.mutable_hlo_module() = *module;
-    compiled_.push_back(driver->CompileProgram(proto, 2, {}));
-    loaded_.push_back(driver->LoadProgram(core, compiled_.back().get(), {}));
-    const xla::ShapeProto shape = Shape::Array(xla::S32, {1}).ToProto();
-    buffers_.push_back(
-        driver->Allocate(core, tpu_driver::MemoryRegion::HBM, shape, {}));
-    driver::BufferHandle* input = buffers_.back().get();
-    static const int32_t kOne = 1;
-    events_.push_back(driver->TransferToDevice(&kOne, input, {}));
-    buffers_.push_back(
-        driver->Allocate(core, tpu_driver::MemoryRegion::HBM, shape, {}));
-    xla::DeviceAssignmentProto assignment;
-    assignment.set_replica_count(2);
-    assignment.set_computation_count(1);
-    auto* devices = assignment.add_computation_devices();
-    devices->add_replica_device_ids(0);
-    devices->add_replica_device_ids(1);
-    driver::Event* written = events_.back().get();
-    return driver->ExecuteProgram(loaded_.back().get(), {input},
-                                  {buffers_.back().get()}, assignment,
-                                  {written});
+    if (launches_ == nullptr) {
+      launches_ = std::make_unique<e2e::DriverLaunches>(client.driver());
+    }
+    return launches_->Launch(program, core, /*replicas=*/2);
   }
 
   // Runs both replicas of `program` through the client (cores 0 and 1).
@@ -144,18 +124,10 @@ class CollectivesE2ETest : public ::testing::Test {
     return tools::RunCommand(argv, absl::Seconds(30));
   }
 
-  void ReleaseDriverObjects() {
-    events_.clear();
-    loaded_.clear();
-    compiled_.clear();
-    buffers_.clear();
-  }
+  void ReleaseDriverObjects() { launches_.reset(); }
 
   std::unique_ptr<tools::ServerProcess> worker_;
-  std::vector<std::unique_ptr<driver::CompiledProgramHandle>> compiled_;
-  std::vector<std::unique_ptr<driver::LoadedProgramHandle>> loaded_;
-  std::vector<std::unique_ptr<driver::BufferHandle>> buffers_;
-  std::vector<std::shared_ptr<driver::Event>> events_;
+  std::unique_ptr<e2e::DriverLaunches> launches_;
 };
 
 TEST_F(CollectivesE2ETest, EightReplicasReduceAndGatherExactly) {

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "hlo/literal.h"
 #include "hlo/text/hlo_parser.h"
+#include "tests/e2e/driver_launches.h"
 #include "tools/lib/subprocess.h"
 
 namespace tpu {
@@ -138,40 +139,13 @@ class FaultsE2ETest : public ::testing::Test {
   std::shared_ptr<driver::Event> Launch(client::TpuClient& client,
                                         const std::string& hlo, int core,
                                         int replicas) {
-    driver::TpuDriver* driver = client.driver();
-    auto module = hlo::ParseHloModule(hlo);
-    EXPECT_TRUE(module.ok()) << module.status();
-    xla::HloProto proto;
-    *proto.mutable_hlo_module() = *module;
-    compiled_.push_back(driver->CompileProgram(proto, replicas, {}));
-    loaded_.push_back(driver->LoadProgram(core, compiled_.back().get(), {}));
-    const xla::ShapeProto shape = Shape::Array(xla::S32, {1}).ToProto();
-    buffers_.push_back(
-        driver->Allocate(core, tpu_driver::MemoryRegion::HBM, shape, {}));
-    driver::BufferHandle* input = buffers_.back().get();
-    static const int32_t kOne = 1;
-    events_.push_back(driver->TransferToDevice(&kOne, input, {}));
-    buffers_.push_back(
-        driver->Allocate(core, tpu_driver::MemoryRegion::HBM, shape, {}));
-    xla::DeviceAssignmentProto assignment;
-    if (replicas > 1) {
-      assignment.set_replica_count(replicas);
-      assignment.set_computation_count(1);
-      auto* devices = assignment.add_computation_devices();
-      for (int r = 0; r < replicas; ++r) devices->add_replica_device_ids(r);
+    if (launches_ == nullptr) {
+      launches_ = std::make_unique<e2e::DriverLaunches>(client.driver());
     }
-    driver::Event* written = events_.back().get();
-    return driver->ExecuteProgram(loaded_.back().get(), {input},
-                                  {buffers_.back().get()}, assignment,
-                                  {written});
+    return launches_->Launch(hlo, core, replicas);
   }
 
-  void ReleaseDriverObjects() {
-    events_.clear();
-    loaded_.clear();
-    compiled_.clear();
-    buffers_.clear();
-  }
+  void ReleaseDriverObjects() { launches_.reset(); }
 
   absl::StatusOr<tools::CommandResult> TpuCtl(std::vector<std::string> args) {
     std::vector<std::string> argv = {
@@ -220,10 +194,7 @@ class FaultsE2ETest : public ::testing::Test {
   }
 
   std::unique_ptr<tools::ServerProcess> worker_;
-  std::vector<std::unique_ptr<driver::CompiledProgramHandle>> compiled_;
-  std::vector<std::unique_ptr<driver::LoadedProgramHandle>> loaded_;
-  std::vector<std::unique_ptr<driver::BufferHandle>> buffers_;
-  std::vector<std::shared_ptr<driver::Event>> events_;
+  std::unique_ptr<e2e::DriverLaunches> launches_;
 };
 
 TEST_F(FaultsE2ETest, CrashIsALostWorker) {
@@ -251,7 +222,7 @@ TEST_F(FaultsE2ETest, DropStreamFailsEveryPendingEventOfTheClient) {
   int32_t result = 0;
   driver::Event* after = executed.get();
   std::shared_ptr<driver::Event> read = client->driver()->TransferFromDevice(
-      buffers_.back().get(), &result, {after});
+      launches_->last_output(), &result, {after});
   for (const auto& event : {executed, read}) {
     absl::Status status = event->Await();
     EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;

@@ -27,6 +27,7 @@
 #include "hlo/literal.h"
 #include "hlo/text/hlo_parser.h"
 #include "proto/control.pb.h"
+#include "tests/e2e/driver_launches.h"
 #include "tools/lib/subprocess.h"
 #include "tools/tpu_ctl/xml_check.h"
 
@@ -352,37 +353,11 @@ TEST_F(TraceE2ETest, DeadlockTraceAndPictureShowBothWaits) {
   StartWorker({absl::StrCat("--trace_out=", json_path)});
   std::shared_ptr<client::TpuClient> client = Connect();
   ASSERT_NE(client, nullptr);
-  driver::TpuDriver* driver = client->driver();
-  std::vector<std::unique_ptr<driver::CompiledProgramHandle>> compiled;
-  std::vector<std::unique_ptr<driver::LoadedProgramHandle>> loaded;
-  std::vector<std::unique_ptr<driver::BufferHandle>> buffers;
+  e2e::DriverLaunches launches(client->driver());
   std::vector<std::shared_ptr<driver::Event>> events;
   for (const auto& [program, core] :
        {std::pair<std::string, int>{"X", 0}, {"P", 1}}) {
-    auto module = hlo::ParseHloModule(MeetingProgram(program));
-    ASSERT_TRUE(module.ok()) << module.status();
-    xla::HloProto proto;
-    *proto.mutable_hlo_module() = *module;
-    compiled.push_back(driver->CompileProgram(proto, 2, {}));
-    loaded.push_back(driver->LoadProgram(core, compiled.back().get(), {}));
-    const xla::ShapeProto shape = Shape::Array(xla::S32, {1}).ToProto();
-    buffers.push_back(
-        driver->Allocate(core, tpu_driver::MemoryRegion::HBM, shape, {}));
-    driver::BufferHandle* input = buffers.back().get();
-    static const int32_t kOne = 1;
-    events.push_back(driver->TransferToDevice(&kOne, input, {}));
-    buffers.push_back(
-        driver->Allocate(core, tpu_driver::MemoryRegion::HBM, shape, {}));
-    xla::DeviceAssignmentProto assignment;
-    assignment.set_replica_count(2);
-    assignment.set_computation_count(1);
-    auto* devices = assignment.add_computation_devices();
-    devices->add_replica_device_ids(0);
-    devices->add_replica_device_ids(1);
-    driver::Event* written = events.back().get();
-    events.push_back(driver->ExecuteProgram(loaded.back().get(), {input},
-                                            {buffers.back().get()}, assignment,
-                                            {written}));
+    events.push_back(launches.Launch(MeetingProgram(program), core, 2));
   }
   // Until both wait (bounded; no timing is asserted).
   tools::CommandResult dot;
@@ -418,9 +393,7 @@ TEST_F(TraceE2ETest, DeadlockTraceAndPictureShowBothWaits) {
   EXPECT_THAT(programs[0], ::testing::ElementsAre("X #0"));
   EXPECT_THAT(programs[1], ::testing::ElementsAre("P #0"));
   events.clear();
-  loaded.clear();
-  compiled.clear();
-  buffers.clear();
+  launches.Release();
 }
 
 // Known operations, exact counts.
