@@ -9,6 +9,14 @@ namespace tpu::e2e {
 
 std::shared_ptr<driver::Event> DriverLaunches::Launch(const std::string& hlo,
                                                       int core, int replicas) {
+  std::vector<int> devices;
+  for (int r = 0; r < replicas; ++r) devices.push_back(r);
+  return Launch(hlo, core, devices);
+}
+
+std::shared_ptr<driver::Event> DriverLaunches::Launch(
+    const std::string& hlo, int core, const std::vector<int>& devices) {
+  const int replicas = static_cast<int>(devices.size());
   auto module = hlo::ParseHloModule(hlo);
   EXPECT_TRUE(module.ok()) << module.status();
   xla::HloProto proto;
@@ -27,8 +35,8 @@ std::shared_ptr<driver::Event> DriverLaunches::Launch(const std::string& hlo,
   if (replicas > 1) {
     assignment.set_replica_count(replicas);
     assignment.set_computation_count(1);
-    auto* devices = assignment.add_computation_devices();
-    for (int r = 0; r < replicas; ++r) devices->add_replica_device_ids(r);
+    auto* ids = assignment.add_computation_devices();
+    for (int device : devices) ids->add_replica_device_ids(device);
   }
   driver::Event* written = events_.back().get();
   return driver_->ExecuteProgram(loaded_.back().get(), {input},

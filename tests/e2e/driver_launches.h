@@ -28,6 +28,9 @@ class DriverLaunches {
   // once its input is written. Returns the execute's event.
   std::shared_ptr<driver::Event> Launch(const std::string& hlo, int core,
                                         int replicas);
+  // The same with the replicas on `devices` (replica r on devices[r]).
+  std::shared_ptr<driver::Event> Launch(const std::string& hlo, int core,
+                                        const std::vector<int>& devices);
 
   // The output buffer of the latest Launch.
   driver::BufferHandle* last_output() const { return buffers_.back().get(); }

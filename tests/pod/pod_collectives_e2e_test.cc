@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "hlo/literal.h"
 #include "hlo/text/hlo_parser.h"
+#include "tests/e2e/driver_launches.h"
 #include "tools/lib/ports.h"
 #include "tools/lib/subprocess.h"
 #include "tools/tpu_run/npy.h"
@@ -319,27 +320,8 @@ TEST_F(PodCollectivesE2ETest, DeadPeerFailsTheCollectiveNamingIt) {
   auto driver = driver::DriverRegistry::Open(
       absl::StrCat("grpc://", slice_[0]->address()));
   ASSERT_TRUE(driver.ok()) << driver.status();
-  auto module = hlo::ParseHloModule(kTwoReplicaSum);
-  ASSERT_TRUE(module.ok()) << module.status();
-  xla::HloProto proto;
-  *proto.mutable_hlo_module() = *module;
-  auto compiled = (*driver)->CompileProgram(proto, 2, {});
-  auto loaded = (*driver)->LoadProgram(0, compiled.get(), {});
-  const xla::ShapeProto shape = Shape::Array(xla::S32, {1}).ToProto();
-  auto input = (*driver)->Allocate(0, tpu_driver::MemoryRegion::HBM, shape, {});
-  auto output =
-      (*driver)->Allocate(0, tpu_driver::MemoryRegion::HBM, shape, {});
-  const int32_t one = 1;
-  auto written = (*driver)->TransferToDevice(&one, input.get(), {});
-  xla::DeviceAssignmentProto assignment;
-  assignment.set_replica_count(2);
-  assignment.set_computation_count(1);
-  auto* devices = assignment.add_computation_devices();
-  devices->add_replica_device_ids(0);
-  devices->add_replica_device_ids(4);
-  driver::Event* after = written.get();
-  auto executed = (*driver)->ExecuteProgram(
-      loaded.get(), {input.get()}, {output.get()}, assignment, {after});
+  e2e::DriverLaunches launches(driver->get());
+  auto executed = launches.Launch(std::string(kTwoReplicaSum), 0, {0, 4});
 
   // Host 1 answers for the whole slice: core 0 (host 0) waits for core 4.
   std::string json;
@@ -381,27 +363,8 @@ TEST_F(PodCollectivesE2ETest, DeadCoordinatorFailsTheCollectiveNamingIt) {
   auto driver = driver::DriverRegistry::Open(
       absl::StrCat("grpc://", slice_[1]->address()));
   ASSERT_TRUE(driver.ok()) << driver.status();
-  auto module = hlo::ParseHloModule(kTwoReplicaSum);
-  ASSERT_TRUE(module.ok()) << module.status();
-  xla::HloProto proto;
-  *proto.mutable_hlo_module() = *module;
-  auto compiled = (*driver)->CompileProgram(proto, 2, {});
-  auto loaded = (*driver)->LoadProgram(4, compiled.get(), {});
-  const xla::ShapeProto shape = Shape::Array(xla::S32, {1}).ToProto();
-  auto input = (*driver)->Allocate(4, tpu_driver::MemoryRegion::HBM, shape, {});
-  auto output =
-      (*driver)->Allocate(4, tpu_driver::MemoryRegion::HBM, shape, {});
-  const int32_t one = 1;
-  auto written = (*driver)->TransferToDevice(&one, input.get(), {});
-  xla::DeviceAssignmentProto assignment;
-  assignment.set_replica_count(2);
-  assignment.set_computation_count(1);
-  auto* devices = assignment.add_computation_devices();
-  devices->add_replica_device_ids(0);
-  devices->add_replica_device_ids(4);
-  driver::Event* after = written.get();
-  auto executed = (*driver)->ExecuteProgram(
-      loaded.get(), {input.get()}, {output.get()}, assignment, {after});
+  e2e::DriverLaunches launches(driver->get());
+  auto executed = launches.Launch(std::string(kTwoReplicaSum), 4, {0, 4});
   std::optional<absl::Status> status =
       executed->AwaitWithTimeout(absl::Seconds(60));
   ASSERT_TRUE(status.has_value()) << "the collective still waits";
