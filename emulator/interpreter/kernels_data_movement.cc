@@ -27,6 +27,27 @@ absl::Status SameElementType(const HloInstruction& instruction) {
   return absl::OkStatus();
 }
 
+// A kernel whose result reads operand 0 as a strided view: element i of
+// `shape` (row-major) is the operand element at `offset` plus the dot product
+// of i's index with `strides` (in elements; 0 repeats, negative reverses).
+std::unique_ptr<Kernel> MakeStridedViewKernel(Shape shape, int64_t offset,
+                                              std::vector<int64_t> strides) {
+  const int64_t width = ByteWidth(shape.element_type());
+  return MakeKernel(
+      [shape = std::move(shape), offset, strides = std::move(strides), width](
+          KernelContext& context,
+          absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        Literal result = Literal::Uninitialized(shape);
+        if (shape.element_count() == 0) return result;
+        StridedCopy(
+            context.device(), width, shape.dimensions(),
+            static_cast<const char*>(operands[0].value->untyped_data()) +
+                offset * width,
+            strides, const_cast<void*>(result.untyped_data()));
+        return result;
+      });
+}
+
 absl::StatusOr<std::unique_ptr<Kernel>> CompileBroadcast(
     const HloInstruction& instruction, KernelCompiler&) {
   if (absl::Status s = ExpectOperands(instruction, 1); !s.ok()) return s;
@@ -55,18 +76,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileBroadcast(
     }
     strides[dims[i]] = in.dimensions(i) == 1 ? 0 : in_strides[i];
   }
-  const Shape shape = out;
-  const int64_t width = ByteWidth(out.element_type());
-  return MakeKernel(
-      [shape, strides, width](
-          KernelContext& context,
-          absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
-        Literal result = Literal::Uninitialized(shape);
-        StridedCopy(context.device(), width, shape.dimensions(),
-                    operands[0].value->untyped_data(), strides,
-                    const_cast<void*>(result.untyped_data()));
-        return result;
-      });
+  return MakeStridedViewKernel(out, /*offset=*/0, std::move(strides));
 }
 
 // reshape and bitcast: the row-major bytes do not change.
@@ -163,20 +173,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileSlice(
       !s.ok()) {
     return s;
   }
-  const Shape shape = instruction.shape();
-  const int64_t width = ByteWidth(in.element_type());
-  return MakeKernel(
-      [=](KernelContext& context,
-          absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
-        Literal result = Literal::Uninitialized(shape);
-        if (shape.element_count() == 0) return result;
-        StridedCopy(
-            context.device(), width, shape.dimensions(),
-            static_cast<const char*>(operands[0].value->untyped_data()) +
-                offset * width,
-            strides, const_cast<void*>(result.untyped_data()));
-        return result;
-      });
+  return MakeStridedViewKernel(instruction.shape(), offset, std::move(strides));
 }
 
 // The start indices of dynamic-slice and dynamic-update-slice from operand
@@ -493,20 +490,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileReverse(
     offset += (in.dimensions(d) - 1) * strides[d];
     strides[d] = -strides[d];
   }
-  const Shape shape = in;
-  const int64_t width = ByteWidth(in.element_type());
-  return MakeKernel(
-      [=](KernelContext& context,
-          absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
-        Literal result = Literal::Uninitialized(shape);
-        if (shape.element_count() == 0) return result;
-        StridedCopy(
-            context.device(), width, shape.dimensions(),
-            static_cast<const char*>(operands[0].value->untyped_data()) +
-                offset * width,
-            strides, const_cast<void*>(result.untyped_data()));
-        return result;
-      });
+  return MakeStridedViewKernel(in, offset, std::move(strides));
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> CompileIota(
