@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "emulator/worker/host_memory_budget.h"
 
 namespace tpu::emulator::faults {
 namespace {
@@ -71,35 +72,6 @@ absl::Status ErrorAtEnd(int column, absl::string_view expected) {
   return absl::InvalidArgumentError(
       absl::StrCat("column ", column, ": expected ", expected,
                    " but found the end of the rule"));
-}
-
-// Parses "1024", "64KiB", "16MiB", "1GiB", "10KB", "2MB", "1GB".
-std::optional<int64_t> ParseBytes(absl::string_view text) {
-  struct Suffix {
-    absl::string_view name;
-    int64_t scale;
-  };
-  constexpr Suffix kSuffixes[] = {
-      {"KiB", int64_t{1} << 10},
-      {"MiB", int64_t{1} << 20},
-      {"GiB", int64_t{1} << 30},
-      {"TiB", int64_t{1} << 40},
-      {"KB", 1000},
-      {"MB", 1000 * 1000},
-      {"GB", 1000 * 1000 * 1000},
-      {"B", 1},
-  };
-  int64_t scale = 1;
-  for (const Suffix& suffix : kSuffixes) {
-    if (absl::ConsumeSuffix(&text, suffix.name)) {
-      scale = suffix.scale;
-      break;
-    }
-  }
-  int64_t value = 0;
-  if (!absl::SimpleAtoi(text, &value) || value < 0) return std::nullopt;
-  if (value > INT64_MAX / scale) return std::nullopt;
-  return value * scale;
 }
 
 std::optional<absl::StatusCode> ParseCode(absl::string_view name) {
@@ -321,8 +293,9 @@ class Parser {
       action->status = absl::Status(*code, message);
     } else if (key == "hbm=") {
       action->kind = ActionKind::kHbm;
-      std::optional<int64_t> bytes = ParseBytes(value);
-      if (!bytes.has_value()) {
+      // The same byte sizes as --host_memory_budget takes.
+      absl::StatusOr<int64_t> bytes = ParseByteSize(value);
+      if (!bytes.ok()) {
         return Error(value_column,
                      "a byte count after hbm= (e.g. 1048576, 64MiB, 1GiB)",
                      value);

@@ -14,10 +14,11 @@
 // Words are separated by spaces; the action comes last. A rule without nth,
 // first or every matches every operation its other filters select (as
 // `every` does). Durations: 250ms, 2s, 1m (absl::ParseDuration). Bytes:
-// 1024, 64KiB, 16MiB, 1GiB (also KB/MB/GB, powers of ten). `skip` is for
-// collectives only, `slow` for executes (kind execute or any), `hbm` needs a
-// kind that runs on a core (not compile). Parse errors are INVALID_ARGUMENT
-// and name the column (1-based) and what was expected.
+// 1024, 64KiB, 16MiB, 1GiB, 2MB, as --host_memory_budget takes them
+// (emulator/worker/host_memory_budget.h). `skip` is for collectives only,
+// `slow` for executes (kind execute or any), `hbm` needs a kind that runs on a
+// core (not compile). Parse errors are INVALID_ARGUMENT and name the column
+// (1-based) and what was expected.
 //
 // Thread safety: a Rule is a value; ParseRule is reentrant.
 

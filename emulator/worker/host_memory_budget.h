@@ -1,8 +1,9 @@
 #ifndef SOFTWARE_TPU_EMULATOR_WORKER_HOST_MEMORY_BUDGET_H_
 #define SOFTWARE_TPU_EMULATOR_WORKER_HOST_MEMORY_BUDGET_H_
 
-// The worker's host memory budget as users give it: byte sizes with units,
-// and a default that leaves the rest of the machine alone. The accountant
+// The worker's host memory budget as users give it: byte sizes with units
+// (also what fault rules' hbm= takes), and a default that leaves the rest of
+// the machine alone. The accountant
 // itself is tpu::MemoryBudget (hlo/memory_budget.h), which every buffer
 // charges.
 
