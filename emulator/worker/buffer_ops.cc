@@ -177,8 +177,17 @@ absl::StatusOr<BuiltOp> BuildTransferTo(
     bytes = *std::move(copy);
     if (size > 0) std::memcpy(bytes->data(), request.data().data(), size);
   }
-  auto transfer = [ctx, role, handle = *handle,
-                   bytes = std::move(bytes)](double) {
+  // The payload is handed to the buffer, not kept by the operation: a
+  // buffer freed right after its transfer gives its memory back to the
+  // budget at once, however long the finished operation object lives.
+  auto held =
+      std::make_shared<std::shared_ptr<AlignedBuffer>>(std::move(bytes));
+  auto transfer = [ctx, role, handle = *handle, held](double) {
+    std::shared_ptr<AlignedBuffer> bytes = std::exchange(*held, nullptr);
+    if (bytes == nullptr) {
+      return ctx.Finish(
+          absl::InternalError(absl::StrCat(role, ": the transfer ran twice")));
+    }
     trace::ScopedSlice slice(
         ctx.worker->recorder,
         TransferSlice(ctx, "transfer_to", "host to device", bytes->size()));
@@ -192,7 +201,7 @@ absl::StatusOr<BuiltOp> BuildTransferTo(
           bytes->size(), " bytes; a transfer must carry exactly ",
           (*buffer)->size(), " bytes.")));
     }
-    (*buffer)->set_contents(bytes);
+    (*buffer)->set_contents(std::move(bytes));
     ctx.Finish(absl::OkStatus());
   };
   op.body = [ctx, handle = *handle, transfer = std::move(transfer)]() {
