@@ -54,6 +54,22 @@ bool CompletionEvent::Complete(absl::Status status) {
   return true;
 }
 
+bool CompletionEvent::CompleteDeferringCallbacks(absl::Status status,
+                                                 const Deferrer& defer) {
+  std::vector<std::function<void(absl::Status)>> callbacks;
+  {
+    absl::MutexLock lock(&mu_);
+    if (done_) return false;
+    done_ = true;
+    status_ = status;
+    callbacks.swap(callbacks_);
+  }
+  for (auto& callback : callbacks) {
+    defer([callback = std::move(callback), status] { callback(status); });
+  }
+  return true;
+}
+
 std::optional<absl::Status> CompletionEvent::Peek() {
   absl::MutexLock lock(&mu_);
   if (!done_) return std::nullopt;

@@ -47,6 +47,12 @@ class CompletionEvent : public Event {
   // first call has an effect; returns whether it was the first.
   bool Complete(absl::Status status);
 
+  // Completes the event as Complete does, but hands each callback to `defer`
+  // (which runs it later, elsewhere) instead of running it here: for a thread
+  // that may hold its caller's locks. Without callbacks nothing is deferred.
+  using Deferrer = std::function<void(std::function<void()>)>;
+  bool CompleteDeferringCallbacks(absl::Status status, const Deferrer& defer);
+
   // The status if complete, nullopt otherwise. Never blocks.
   std::optional<absl::Status> Peek();
 

@@ -6,6 +6,13 @@
 #include "absl/strings/str_cat.h"
 
 namespace tpu::driver {
+namespace {
+
+// How deep the calling thread is inside inline writes (Submit on a transport
+// whose writes never block): completions there defer their callbacks.
+thread_local int tls_inline_writes = 0;
+
+}  // namespace
 
 absl::Status StatusFromWire(const tpu_driver::StatusMessage& message) {
   const int code = message.code();
@@ -31,6 +38,7 @@ StreamChannel::StreamChannel(std::string name, std::string address,
     return TransferDestination(wire_id, bytes);
   };
   stream_ = transport_->OpenStream(std::move(callbacks));
+  write_inline_ = stream_->WritesWithoutBlocking();
   writer_ = std::thread([this] { WriterLoop(); });
 }
 
@@ -53,10 +61,56 @@ void StreamChannel::Submit(OutgoingEntry entry, PendingOp op) {
     } else {
       pending_.emplace(wire_id, std::move(op));
       queue_.push_back(std::move(entry));
+      // Whoever is writing already (another thread, or this one further up
+      // the stack when a response's callback submits) takes it along.
+      if (!write_inline_ || writing_) return;
+      writing_ = true;
+    }
+  }
+  if (refused.ok()) {
+    WriteQueued();
+    return;
+  }
+  op.event->Complete(std::move(refused));
+}
+
+void StreamChannel::WriteQueued() {
+  std::vector<OutgoingEntry> batch;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (queue_.empty() || ended_ || writer_exit_ || write_failed_) {
+        writing_ = false;
+        return;
+      }
+      batch.swap(queue_);
+    }
+    ++tls_inline_writes;
+    const bool written = stream_->Write(batch);
+    --tls_inline_writes;
+    batch.clear();
+    if (!written) {
+      absl::MutexLock lock(&mu_);
+      write_failed_ = true;
+      writing_ = false;
       return;
     }
   }
-  op.event->Complete(std::move(refused));
+}
+
+void StreamChannel::Complete(const std::shared_ptr<CompletionEvent>& event,
+                             absl::Status status) {
+  if (tls_inline_writes == 0) {
+    event->Complete(std::move(status));
+    return;
+  }
+  // This thread is inside a Submit of some channel and may hold its caller's
+  // locks, which the event's callbacks may want: they run on the writer.
+  event->CompleteDeferringCallbacks(std::move(status),
+                                    [this](std::function<void()> callback) {
+                                      absl::MutexLock lock(&mu_);
+                                      deferred_.push_back(std::move(callback));
+                                    });
 }
 
 void StreamChannel::BeginClose() {
@@ -79,7 +133,8 @@ void StreamChannel::Shutdown(absl::StatusCode code, const std::string& reason) {
     }
     writer_exit_ = true;
   }
-  // stream_ is only reset below, by the one thread that joins the writer.
+  // stream_ is only reset below, by the one thread that joins the writer
+  // (which exits only once no submitting thread is inside Write).
   if (writer_.joinable()) {
     stream_->Cancel();
     writer_.join();
@@ -98,28 +153,54 @@ int64_t StreamChannel::NumPendingForTesting() {
 }
 
 void StreamChannel::WriterLoop() {
-  bool half_close = false;
+  bool half_closed = false;
   std::vector<OutgoingEntry> batch;
+  std::vector<std::function<void()>> callbacks;
   while (true) {
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return !queue_.empty() || writer_exit_ || closing_ || ended_;
+      // A submitting thread that is writing keeps the turn until the queue
+      // is empty; the writer runs the callbacks it deferred meanwhile.
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        if (!deferred_.empty()) return true;
+        if (writing_) return false;
+        return writer_exit_ || ended_ ||
+               (!half_closed && !write_failed_ &&
+                (!queue_.empty() || closing_));
       };
       mu_.Await(absl::Condition(&ready));
-      if (ended_ || writer_exit_) break;
-      if (queue_.empty()) {
-        half_close = true;  // closing_, and everything queued was written
+      if (!deferred_.empty()) {
+        callbacks.swap(deferred_);
+      } else if (writer_exit_ || ended_) {
         break;
+      } else if (!queue_.empty()) {
+        batch.swap(queue_);
+        writing_ = true;
+      } else {
+        half_closed = true;  // closing_, and everything queued was written
       }
-      batch.swap(queue_);
     }
-    // Entries queued meanwhile form the next batch: the busier the stream,
-    // the larger the batches.
-    if (!stream_->Write(batch)) break;
-    batch.clear();
+    if (!callbacks.empty()) {
+      for (auto& callback : callbacks) callback();
+      callbacks.clear();
+    } else if (!batch.empty()) {
+      // Entries queued meanwhile form the next batch: the busier the
+      // stream, the larger the batches.
+      const bool written = stream_->Write(batch);
+      batch.clear();
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      if (!written) write_failed_ = true;  // on_done follows
+    } else {
+      stream_->WritesDone();
+    }
   }
-  if (half_close) stream_->WritesDone();
+  // Callbacks deferred before the stream ended still run, once.
+  {
+    absl::MutexLock lock(&mu_);
+    callbacks.swap(deferred_);
+  }
+  for (auto& callback : callbacks) callback();
 }
 
 void StreamChannel::OnResponse(const tpu_driver::StreamResponse& response) {
@@ -177,7 +258,7 @@ void StreamChannel::CompleteFromResponse(
   if (status.ok() && op.program_shape != nullptr) {
     *op.program_shape = entry.compile().metadata().program_shape();
   }
-  op.event->Complete(std::move(status));
+  Complete(op.event, std::move(status));
 }
 
 void StreamChannel::OnDone(const absl::Status& status) {
@@ -214,7 +295,7 @@ void StreamChannel::FailAllPending() {
     pending_.clear();
     queue_.clear();
   }
-  for (auto& [op, status] : failed) op.event->Complete(std::move(status));
+  for (auto& [op, status] : failed) Complete(op.event, std::move(status));
 }
 
 }  // namespace tpu::driver

@@ -2,7 +2,8 @@
 #define SOFTWARE_TPU_DRIVER_STREAM_CHANNEL_H_
 
 // One StreamExecute stream of a StreamDriver (one per core, plus the host
-// stream): a queue of outgoing entries flushed in batches by a writer thread,
+// stream): a queue of outgoing entries flushed in batches by a writer thread
+// (or, when the transport's writes never block, by the submitting thread),
 // and the table of operations awaiting their response on this stream.
 //
 // Every operation given to Submit completes exactly once: with its response,
@@ -12,6 +13,7 @@
 // Thread safety: safe for concurrent use.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -72,9 +74,16 @@ class StreamChannel {
 
  private:
   void WriterLoop();
+  // Writes what is queued on the calling thread until the queue is empty.
+  // REQUIRES: the caller took the write turn (writing_).
+  void WriteQueued() ABSL_LOCKS_EXCLUDED(mu_);
   void OnResponse(const tpu_driver::StreamResponse& response);
   void OnDone(const absl::Status& status);
   void* TransferDestination(uint64_t wire_id, int64_t bytes);
+  // Completes `event`; on a thread inside an inline write its callbacks run
+  // later on the writer thread.
+  void Complete(const std::shared_ptr<CompletionEvent>& event,
+                absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
   // Completes `op` from a response entry.
   void CompleteFromResponse(PendingOp op,
                             const tpu_driver::StreamResponse::Entry& entry);
@@ -93,6 +102,14 @@ class StreamChannel {
   absl::flat_hash_map<uint64_t, PendingOp> pending_ ABSL_GUARDED_BY(mu_);
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool writer_exit_ ABSL_GUARDED_BY(mu_) = false;
+  // Some thread is inside stream_->Write: writes take turns so that batches
+  // reach the worker in the order they were queued.
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  // A Write returned false: the stream is broken and on_done follows.
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  // Callbacks of operations completed inside an inline write, for the
+  // writer thread to run.
+  std::vector<std::function<void()>> deferred_ ABSL_GUARDED_BY(mu_);
   // The stream ended (on_done ran) or was shut down: nothing more arrives.
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status end_status_ ABSL_GUARDED_BY(mu_);
@@ -104,6 +121,8 @@ class StreamChannel {
   // Created in the constructor, destroyed in Shutdown (after the writer has
   // exited, so Write never races with destruction).
   std::unique_ptr<TransportStream> stream_;
+  // stream_->WritesWithoutBlocking(): Submit writes on the caller's thread.
+  bool write_inline_ = false;
   std::thread writer_;
 };
 

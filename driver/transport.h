@@ -10,7 +10,8 @@
 //
 // Thread safety: Transport is safe for concurrent use. A TransportStream's
 // Write and WritesDone are called from one thread at a time (the stream's
-// writer); Cancel may be called from any thread at any time.
+// writer, or a submitting thread when WritesWithoutBlocking); Cancel may be
+// called from any thread at any time.
 
 #include <functional>
 #include <memory>
@@ -45,6 +46,12 @@ class TransportStream {
   // Sends `batch` (in order). May block for flow control; returns false when
   // the stream is broken or cancelled, in which case on_done runs (or ran).
   virtual bool Write(std::vector<OutgoingEntry>& batch) = 0;
+
+  // Write never blocks for long (it hands the batch to an in-process worker),
+  // so the thread submitting an operation may write it itself instead of
+  // waking a writer thread. Responses may then arrive on that thread, inside
+  // Write.
+  virtual bool WritesWithoutBlocking() const { return false; }
 
   // Half-closes: no more Writes. The worker then answers what is in flight and
   // ends the stream, which calls on_done. Does not wait for that.

@@ -1,6 +1,7 @@
 #include "driver/local/local_transport.h"
 
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -10,16 +11,35 @@ namespace tpu::driver {
 namespace {
 
 // Shared with the worker's response callback, which may outlive the stream
-// object by a little (the worker owns it until its stream is gone).
+// object by a little (the worker owns it until its stream is gone). No lock
+// is held while a callback runs: a response may be delivered on a thread
+// that is inside Write (the worker ran the operation inline), and whatever
+// locks that thread's caller holds must not meet ours in another order.
 struct StreamState {
   absl::Mutex mu;
   StreamCallbacks callbacks;
   bool done ABSL_GUARDED_BY(mu) = false;
+  // A response is being delivered, and on which thread (on_done waits for
+  // it, unless it is called from inside it).
+  bool delivering ABSL_GUARDED_BY(mu) = false;
+  std::thread::id delivering_thread ABSL_GUARDED_BY(mu);
 
   void Respond(const tpu_driver::StreamResponse& response,
                const emulator::TransferData& transfer_data) {
+    {
+      absl::MutexLock lock(&mu);
+      if (done) return;
+      // The worker delivers one stream's responses one at a time.
+      delivering = true;
+      delivering_thread = std::this_thread::get_id();
+    }
+    Deliver(response, transfer_data);
     absl::MutexLock lock(&mu);
-    if (done) return;
+    delivering = false;
+  }
+
+  void Deliver(const tpu_driver::StreamResponse& response,
+               const emulator::TransferData& transfer_data) {
     if (transfer_data.empty()) {
       callbacks.on_response(response);
       return;
@@ -46,11 +66,23 @@ struct StreamState {
     }
     callbacks.on_response(copy);
   }
+
   void End(const absl::Status& status) {
-    absl::MutexLock lock(&mu);
-    if (done) return;
-    done = true;
+    {
+      absl::MutexLock lock(&mu);
+      if (done) return;
+      done = true;
+      if (!delivering || delivering_thread != std::this_thread::get_id()) {
+        mu.Await(absl::Condition(
+            +[](bool* delivering) { return !*delivering; }, &delivering));
+      }
+    }
     callbacks.on_done(status);
+  }
+
+  bool ended() {
+    absl::MutexLock lock(&mu);
+    return done;
   }
 };
 
@@ -77,10 +109,7 @@ class LocalTransportStream : public TransportStream {
   }
 
   bool Write(std::vector<OutgoingEntry>& batch) override {
-    {
-      absl::MutexLock lock(&state_->mu);
-      if (state_->done) return false;
-    }
+    if (state_->ended()) return false;
     tpu_driver::StreamRequest request;
     request.mutable_entry()->Reserve(static_cast<int>(batch.size()));
     emulator::TransferData transfer_data;
@@ -102,6 +131,8 @@ class LocalTransportStream : public TransportStream {
     stream_->Submit(request, transfer_data);
     return true;
   }
+
+  bool WritesWithoutBlocking() const override { return true; }
 
   void WritesDone() override {
     // The worker ends the stream once everything in flight was answered, as

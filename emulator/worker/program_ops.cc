@@ -16,6 +16,7 @@
 #include "emulator/trace/recorder.h"
 #include "emulator/worker/device_buffer.h"
 #include "emulator/worker/fault_hooks.h"
+#include "emulator/worker/inline_execution.h"
 #include "emulator/worker/op_common.h"
 #include "emulator/worker/program_memory.h"
 #include "hlo/literal.h"
@@ -53,6 +54,7 @@ absl::StatusOr<std::shared_ptr<CompiledProgram>> MakeCompiledProgram(
   if (!result.ok()) return result.status();
   program->result_shape = *std::move(result);
   program->num_replicas = num_replicas;
+  program->runs_inline = RunsInline(module, num_replicas);
   program->executable = std::move(executable);
   return program;
 }
@@ -339,9 +341,9 @@ absl::StatusOr<BuiltOp> BuildExecute(
     auto devices = std::make_shared<const interpreter::DeviceAssignment>(
         ToDevices(assignment.get(), core_id));
     const int local = ctx.worker->topology.LocalIndex(core_id);
-    ctx.worker->cores[local]->Schedule([ctx, role, compiled, context, devices,
-                                        core_id, in = std::move(in),
-                                        out = std::move(out), per_element]() {
+    std::function<void()> run_on_core = [ctx, role, compiled, context, devices,
+                                         core_id, in = std::move(in),
+                                         out = std::move(out), per_element]() {
       // Fault rules meet the execute as its core starts it: a delay or hang
       // holds the core, as a slow or stuck program would.
       const std::optional<double> slow_factor =
@@ -457,7 +459,16 @@ absl::StatusOr<BuiltOp> BuildExecute(
         WriteLiteral(*out[0], *value);
       }
       ctx.Finish(absl::OkStatus());
-    });
+    };
+    // Fault rules may delay or hold an execute, which must never happen on
+    // the thread of the client that started it.
+    WorkQueue* core = ctx.worker->cores[local];
+    const bool may_inline =
+        compiled->runs_inline &&
+        (ctx.worker->faults == nullptr || ctx.worker->faults->empty());
+    if (!may_inline || !core->TryRunInline(run_on_core)) {
+      core->Schedule(std::move(run_on_core));
+    }
   };
   return op;
 }

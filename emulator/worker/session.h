@@ -42,6 +42,9 @@ struct CompiledProgram {
   // whichever client or handle runs them.
   std::string name;
   std::string fingerprint;
+  // Cheap and never blocks: an execute may run it on the thread that starts
+  // it when its core is idle (emulator/worker/inline_execution.h).
+  bool runs_inline = false;
 };
 
 // A compiled program loaded on one core.

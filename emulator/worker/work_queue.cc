@@ -5,7 +5,7 @@
 namespace tpu::emulator {
 
 WorkQueue::WorkQueue(std::string name, int num_threads)
-    : name_(std::move(name)) {
+    : name_(std::move(name)), serial_(num_threads <= 1) {
   if (num_threads < 1) num_threads = 1;
   threads_.reserve(num_threads);
   for (int i = 0; i < num_threads; ++i) {
@@ -26,6 +26,18 @@ void WorkQueue::Schedule(std::function<void()> fn) {
   queue_.push_back(std::move(fn));
 }
 
+bool WorkQueue::TryRunInline(const std::function<void()>& fn) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!serial_ || stopping_ || running_ > 0 || !queue_.empty()) return false;
+    ++running_;
+  }
+  fn();
+  absl::MutexLock lock(&mu_);
+  --running_;
+  return true;
+}
+
 int WorkQueue::pending() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(queue_.size()) + running_;
@@ -37,7 +49,9 @@ void WorkQueue::Loop() {
     {
       absl::MutexLock lock(&mu_);
       auto has_work_or_stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return !queue_.empty() || (stopping_ && running_ == 0);
+        // A serial queue waits while a closure runs inline elsewhere.
+        return (!queue_.empty() && (!serial_ || running_ == 0)) ||
+               (stopping_ && running_ == 0);
       };
       mu_.Await(absl::Condition(&has_work_or_stop));
       if (queue_.empty()) return;  // stopping, and nothing can add more
