@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
 #include "driver/benchmark_servers.h"
 #include "driver/driver_registry.h"
@@ -456,6 +457,9 @@ void RegisterBenchmarks() {
 }  // namespace tpu::driver
 
 int main(int argc, char** argv) {
+  // As tpu_emulator, tpu_run and the Python client: without absl's debug
+  // lock-order graph, which Debian's absl keeps on.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   tpu::ConfigureHostMemoryForLargeBuffers();  // as tpu_emulator and tpu_run
   absl::StatusOr<tpu::driver::BenchmarkTargets> targets =
       tpu::driver::StartBenchmarkServers(&argc, argv,

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "hlo/text/hlo_parser.h"
 #include "proto/hlo.pb.h"
 #include "pybind11/pybind11.h"
@@ -16,7 +17,10 @@ PYBIND11_MODULE(_softtpu, m) {
   m.doc() =
       "softtpu's compiled core: TpuClient, TpuDevice, TpuBuffer, "
       "TpuExecutable over the software TPU's C++ client.";
+  // Debian's absl is built with its debug checks: every lock would also
+  // update a process-wide lock-order graph, which users' runs need not pay.
   // softtpu/__init__.py imports softtpu.errors before this module.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   tpu::python::RegisterStatusTranslator(
       py::module_::import("softtpu.errors").attr("TpuError"));
   m.attr("bfloat16") = tpu::python::BFloat16Dtype();

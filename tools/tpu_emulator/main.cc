@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -177,6 +178,10 @@ absl::Status WriteTrace(tpu::emulator::Worker& worker,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Debian's absl is built with its debug checks: every lock would also
+  // update a process-wide lock-order graph. Tests keep them; users' runs
+  // do not pay for them.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   tpu::ConfigureHostMemoryForLargeBuffers();
   absl::SetProgramUsageMessage(
       "Serves the tpu_driver.CloudTpuDriver protocol as an emulated TPU "
