@@ -48,6 +48,18 @@ class LargeBlockCache {
     return block;
   }
 
+  void FreeAll() {
+    absl::flat_hash_map<size_t, std::vector<void*>> blocks;
+    {
+      absl::MutexLock lock(&mu_);
+      blocks.swap(blocks_);
+      cached_bytes_ = 0;
+    }
+    for (auto& [size, list] : blocks) {
+      for (void* block : list) std::free(block);
+    }
+  }
+
   // Keeps `block` if there is room; false means the caller frees it.
   bool Put(void* block, size_t size) {
     absl::MutexLock lock(&mu_);
@@ -142,6 +154,8 @@ absl::StatusOr<std::shared_ptr<AlignedBuffer>> AlignedBuffer::ReadOnlyZeros(
   return std::shared_ptr<AlignedBuffer>(
       new AlignedBuffer(data, size, /*budget=*/nullptr, /*mapped=*/true));
 }
+
+void AlignedBuffer::DropCachedBlocks() { LargeBlockCache::Get().FreeAll(); }
 
 AlignedBuffer::~AlignedBuffer() {
   if (mapped_) {

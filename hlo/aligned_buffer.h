@@ -42,6 +42,11 @@ class AlignedBuffer {
   static absl::StatusOr<std::shared_ptr<AlignedBuffer>> ReadOnlyZeros(
       int64_t size);
 
+  // Frees the large blocks kept for reuse (freed buffers of 4 MiB and more
+  // wait in a bounded cache for the next allocation of their size): for an
+  // idle process that should give its memory back.
+  static void DropCachedBlocks();
+
   ~AlignedBuffer();
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
@@ -51,8 +56,7 @@ class AlignedBuffer {
   int64_t size() const { return size_; }
 
  private:
-  AlignedBuffer(void* data, int64_t size, MemoryBudget* budget,
-                bool mapped)
+  AlignedBuffer(void* data, int64_t size, MemoryBudget* budget, bool mapped)
       : data_(data), size_(size), budget_(budget), mapped_(mapped) {}
 
   void* data_;

@@ -16,4 +16,6 @@ void ConfigureHostMemoryForLargeBuffers() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
+void ReleaseFreeHostMemory() { malloc_trim(0); }
+
 }  // namespace tpu

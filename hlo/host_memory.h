@@ -20,6 +20,12 @@ namespace tpu {
 
 void ConfigureHostMemoryForLargeBuffers();
 
+// Gives the free pages of the heap back to the system (malloc_trim). Under
+// the policy above freed blocks stay in the heap for reuse; the worker calls
+// this when its last client is gone, so that a worker which served a burst
+// returns to its idle footprint instead of keeping the burst's peak.
+void ReleaseFreeHostMemory();
+
 }  // namespace tpu
 
 #endif  // SOFTWARE_TPU_HLO_HOST_MEMORY_H_

@@ -24,6 +24,8 @@
 #include "emulator/worker/work_queue.h"
 #include "emulator/worker/worker_context.h"
 #include "emulator/worker/worker_stats.h"
+#include "hlo/aligned_buffer.h"
+#include "hlo/host_memory.h"
 #include "hlo/memory_budget.h"
 #include "proto/event_id.h"
 #include "unsupported/Eigen/CXX11/Tensor"
@@ -68,6 +70,9 @@ class StreamImpl : public WorkerStream {
   uint32_t owner_ ABSL_GUARDED_BY(mu_) = 0;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
 };
+
+// How long a worker stays without clients before it gives memory back.
+constexpr absl::Duration kIdleMemoryRelease = absl::Seconds(1);
 
 // Shared with timer callbacks so that a sweep never touches a destroyed
 // worker.
@@ -117,6 +122,12 @@ class WorkerImpl : public Worker {
                             std::shared_ptr<TimerQueue> timers,
                             absl::Duration period);
   void SweepIdle();
+  // With no client left, gives the heap's free pages and cached blocks back
+  // to the system once the worker has stayed without clients for
+  // kIdleMemoryRelease: a test suite that reconnects for every test keeps
+  // its warm memory, an idle worker returns to its idle footprint.
+  void ReleaseMemoryIfNoClients();
+  void ReleaseMemoryIfStillIdle(uint64_t generation);
 
   // Constant after construction (the queues and device it points to are
   // members below).
@@ -138,6 +149,9 @@ class WorkerImpl : public Worker {
   absl::flat_hash_map<uint32_t, std::shared_ptr<Session>> sessions_
       ABSL_GUARDED_BY(mu_);
   uint32_t next_client_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Counts opens and last closes: a memory release scheduled at one last
+  // close happens only if nothing opened since.
+  uint64_t idle_generation_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Declared last so they are destroyed first: programs and transfers still
   // queued must finish while everything they use is alive. The Eigen pool
@@ -289,7 +303,10 @@ void WorkerImpl::SweepIdle() {
         context_.options.max_idle_time_seconds,
         " seconds and its resources were released.")));
   }
-  if (!idle.empty()) hub_->WakeWaiters();
+  if (idle.empty()) return;
+  hub_->WakeWaiters();
+  idle.clear();
+  ReleaseMemoryIfNoClients();
 }
 
 absl::StatusOr<tpu_driver::OpenResponse> WorkerImpl::Open(
@@ -311,6 +328,7 @@ absl::StatusOr<tpu_driver::OpenResponse> WorkerImpl::Open(
           next_client_id_ >= EventId::kMaxClientId ? 1 : next_client_id_ + 1;
       if (!sessions_.contains(id)) break;
     }
+    ++idle_generation_;
     session = std::make_shared<Session>(
         id, timers_,
         absl::Milliseconds(context_.options.unknown_handle_wait_ms),
@@ -345,6 +363,33 @@ void WorkerImpl::CloseClient(uint32_t client_id, const absl::Status& reason) {
   hub_->WakeWaiters();
   hub_->ForgetClient(client_id);
   activity_.ForgetClient(client_id);
+  session.reset();
+  ReleaseMemoryIfNoClients();
+}
+
+void WorkerImpl::ReleaseMemoryIfNoClients() {
+  uint64_t generation;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!sessions_.empty()) return;
+    generation = ++idle_generation_;
+  }
+  std::shared_ptr<SweepState> state = sweep_;
+  timers_->Schedule(absl::Now() + kIdleMemoryRelease, [state, generation] {
+    absl::MutexLock lock(&state->mu);
+    if (state->worker != nullptr) {
+      state->worker->ReleaseMemoryIfStillIdle(generation);
+    }
+  });
+}
+
+void WorkerImpl::ReleaseMemoryIfStillIdle(uint64_t generation) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!sessions_.empty() || idle_generation_ != generation) return;
+  }
+  AlignedBuffer::DropCachedBlocks();
+  ReleaseFreeHostMemory();
 }
 
 tpu_emulator::WorkerStats WorkerImpl::Stats() const {
@@ -371,6 +416,8 @@ absl::Status WorkerImpl::Reset(const tpu_driver::ResetRequest& request) {
     hub_->ForgetClient(id);
     activity_.ForgetClient(id);
   }
+  sessions.clear();
+  ReleaseMemoryIfNoClients();
   return absl::OkStatus();
 }
 
