@@ -9,9 +9,12 @@
 // the worker runs them); counters busbw_GBps and busbw_over_memcpy.
 // BM_SmallAllReduceInLoop: a 4-byte all-reduce inside a while loop of 1000
 // iterations across 8 cores; counter us_per_collective.
+// BM_LoopWithoutCollective: the same loop without the all-reduce, the
+// interpreter's own per-iteration cost; counter us_per_iteration.
 
 #include <cstring>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -132,8 +135,11 @@ ENTRY e {
 }
 BENCHMARK(BM_AllReduce64MiB)->UseManualTime()->Unit(benchmark::kMillisecond);
 
-void BM_SmallAllReduceInLoop(benchmark::State& state) {
-  auto executable = Compile(R"(
+// A while loop of 1000 iterations across 8 cores; with `collective`, each
+// iteration all-reduces a 4-byte scalar, otherwise it only scales it (the
+// loop's own cost, the baseline).
+std::string LoopModule(bool collective) {
+  return absl::StrCat(R"(
 HloModule loop
 sum {
   a = f32[] parameter(0)
@@ -152,8 +158,12 @@ body {
   v = f32[] get-tuple-element(s), index=1
   one = s32[] constant(1)
   i2 = s32[] add(i, one)
-  r = f32[] all-reduce(v), replica_groups={}, to_apply=sum
-  eighth = f32[] constant(0.125)
+)",
+                      collective
+                          ? "  r = f32[] all-reduce(v), replica_groups={}, "
+                            "to_apply=sum\n"
+                          : "  r = f32[] add(v, v)\n",
+                      R"(  eighth = f32[] constant(0.125)
   v2 = f32[] multiply(r, eighth)
   ROOT t = (s32[], f32[]) tuple(i2, v2)
 }
@@ -164,6 +174,11 @@ ENTRY e {
   w = (s32[], f32[]) while(t), condition=cond, body=body
   ROOT v = f32[] get-tuple-element(w), index=1
 })");
+}
+
+// Microseconds per loop iteration (per collective) on 8 cores.
+void RunLoop(benchmark::State& state, bool collective) {
+  auto executable = Compile(LoopModule(collective));
   if (executable == nullptr) {
     state.SkipWithError("compile failed");
     return;
@@ -184,9 +199,20 @@ ENTRY e {
     state.SetIterationTime(seconds);
     total += seconds;
   }
-  state.counters["us_per_collective"] = total / state.iterations() / 1000 * 1e6;
+  state.counters[collective ? "us_per_collective" : "us_per_iteration"] =
+      total / state.iterations() / 1000 * 1e6;
 }
+
+void BM_SmallAllReduceInLoop(benchmark::State& state) { RunLoop(state, true); }
 BENCHMARK(BM_SmallAllReduceInLoop)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The baseline: the same loop without the collective.
+void BM_LoopWithoutCollective(benchmark::State& state) {
+  RunLoop(state, false);
+}
+BENCHMARK(BM_LoopWithoutCollective)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
