@@ -11,6 +11,10 @@
 // iterations across 8 cores; counter us_per_collective.
 // BM_LoopWithoutCollective: the same loop without the all-reduce, the
 // interpreter's own per-iteration cost; counter us_per_iteration.
+// Both also count CPU time (all threads) and context switches per loop step,
+// which a shared machine's load disturbs less than wall time.
+
+#include <sys/resource.h>
 
 #include <cstring>
 #include <memory>
@@ -72,6 +76,19 @@ double RunOnAllCores(const interpreter::Executable& executable,
   }
   for (auto& t : threads) t.join();
   return absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+struct ProcessUsage {
+  double cpu_seconds = 0;
+  double switches = 0;
+};
+
+ProcessUsage Usage() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return {seconds(usage.ru_utime) + seconds(usage.ru_stime),
+          static_cast<double>(usage.ru_nvcsw + usage.ru_nivcsw)};
 }
 
 double MemcpySeconds(int64_t bytes) {
@@ -194,13 +211,22 @@ void RunLoop(benchmark::State& state, bool collective) {
   options.report_waits_after = absl::ZeroDuration();
   CollectiveHub hub(options);
   double total = 0;
+  const ProcessUsage before = Usage();
   for (auto _ : state) {
     const double seconds = RunOnAllCores(*executable, hub, inputs, nullptr);
     state.SetIterationTime(seconds);
     total += seconds;
   }
+  const ProcessUsage after = Usage();
+  const double steps = state.iterations() * 1000.0;
   state.counters[collective ? "us_per_collective" : "us_per_iteration"] =
-      total / state.iterations() / 1000 * 1e6;
+      total / steps * 1e6;
+  // What the wall time hides on a shared machine: CPU time (all threads)
+  // and context switches per loop step.
+  state.counters["cpu_us_per_step"] =
+      (after.cpu_seconds - before.cpu_seconds) / steps * 1e6;
+  state.counters["switches_per_step"] =
+      (after.switches - before.switches) / steps;
 }
 
 void BM_SmallAllReduceInLoop(benchmark::State& state) { RunLoop(state, true); }

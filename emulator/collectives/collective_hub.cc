@@ -19,16 +19,6 @@ constexpr int64_t kHistoryPerCore = 1000;
 // How often a waiter sleeping without mu_ looks at its client's cancellation
 // flag on its own (WakeWaiters wakes it at once in the worker).
 constexpr absl::Duration kCancelCheckPeriod = absl::Milliseconds(100);
-// How many times a waiter checks the meeting before sleeping: about a
-// microsecond, bounded so that on a machine with fewer CPUs than cores the
-// spinning does not keep the last participant from arriving.
-constexpr int kSpinChecks = 64;
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 int64_t UnixMicros(absl::Time t) { return absl::ToUnixMicros(t); }
 
@@ -486,6 +476,9 @@ absl::StatusOr<Literal> CollectiveHub::Meet(
         ": the client was closed while this core waited for its peers"));
   }
   mu_.Unlock();
+  // The waiters wake once mu_ is free: one that runs at once must not find
+  // the hub locked by the thread that woke it.
+  meeting->wake.WakeAll();
   if (recorder != nullptr && recorder->on()) {
     TraceMeeting(*meeting, arrival, arrived_micros, wait_slice);
   }
@@ -503,17 +496,13 @@ void CollectiveHub::Publish(Meeting& meeting) {
   meeting.done = true;
   meeting.published.store(true, std::memory_order_release);
   meeting.changed.SignalAll();
-  meeting.wake.WakeAll();
 }
 
 bool CollectiveHub::AwaitPublished(Meeting& meeting,
                                    const std::function<bool()>& cancelled) {
-  // A short spin first: on a machine with a CPU per waiting core the last
-  // arrival is often microseconds away, and sleeping costs more than that.
-  for (int spin = 0; spin < kSpinChecks; ++spin) {
-    if (meeting.published.load(std::memory_order_acquire)) return true;
-    CpuRelax();
-  }
+  // No spinning first: with fewer CPUs than cores (8 cores on 2 CPUs) a
+  // spinning waiter only delays the participants still to arrive; spinning
+  // 64 or 256 pauses measured no faster and up to 40% slower.
   while (true) {
     const uint32_t seen = meeting.wake.Load();
     if (meeting.published.load(std::memory_order_acquire)) return true;
@@ -588,6 +577,7 @@ void CollectiveHub::AwaitMeeting(Meeting& meeting,
       meetings_.erase(it);
     }
     Publish(meeting);
+    meeting.wake.WakeAll();
   }
 }
 

@@ -233,7 +233,8 @@ class CollectiveHub {
   bool AwaitPublished(Meeting& meeting, const std::function<bool()>& cancelled)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Marks `meeting` done (status and outputs set), closes every local
-  // participant's flight-recorder entry and wakes all waiters at once.
+  // participant's flight-recorder entry and signals the waiters on mu_;
+  // the caller wakes those on the wake word (after unlocking mu_).
   void Publish(Meeting& meeting) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The trace of one participant's wait and exchange (recorder on).
   void TraceMeeting(const Meeting& meeting, const Arrival& arrival,
