@@ -136,6 +136,9 @@ ENTRY e {
   for (int c = 0; c < kCores; ++c) options.cores.push_back(c);
   options.report_waits_after = absl::ZeroDuration();
   CollectiveHub hub(options);
+  // Untimed: faults in the heap pages the outputs use, as MemcpySeconds
+  // does for its buffers.
+  RunOnAllCores(*executable, hub, inputs, &device);
   double collective = 0, copy = 0;
   for (auto _ : state) {
     const double seconds = RunOnAllCores(*executable, hub, inputs, &device);
