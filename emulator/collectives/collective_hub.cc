@@ -490,8 +490,10 @@ void CollectiveHub::Publish(Meeting& meeting) {
   const absl::Time now = absl::Now();
   for (size_t r = 0; r < meeting.cores.size(); ++r) {
     if (meeting.cores[r] == nullptr) continue;
-    RecordDeparture(*meeting.cores[r], meeting.sequences[r],
-                    meeting.status.ok(), now);
+    // Done as the meeting is (a failed one too), as each waiter recorded it
+    // before the publisher did it for all.
+    RecordDeparture(*meeting.cores[r], meeting.sequences[r], /*done=*/true,
+                    now);
   }
   meeting.done = true;
   meeting.published.store(true, std::memory_order_release);
@@ -644,10 +646,12 @@ int64_t CollectiveHub::RecordArrival(CoreRecord& core, const Arrival& arrival,
 void CollectiveHub::RecordDeparture(CoreRecord& core, int64_t sequence,
                                     bool done, absl::Time end) {
   // Close the flight-recorder entry (if it is still in the window).
-  if (sequence >= 0 && sequence > core.next_sequence - kHistoryPerCore) {
+  if (sequence >= 0 && sequence >= core.next_sequence - kHistoryPerCore) {
     CoreRecord::Entry& entry = core.history[sequence % kHistoryPerCore];
-    entry.done = done;
-    entry.end_micros = UnixMicros(end);
+    if (entry.sequence == sequence) {
+      entry.done = done;
+      entry.end_micros = UnixMicros(end);
+    }
   }
   core.activity = tpu_emulator::CoreWait::RUNNING;
   core.meeting.reset();

@@ -128,6 +128,69 @@ ENTRY e {
   EXPECT_EQ(mismatches, 0);
 }
 
+TEST(CollectiveHubTest, HistoryKeepsTheLast1000CollectivesOfEachCore) {
+  // 1003 all-reduces in a loop: the first three fall out of the window.
+  std::unique_ptr<Executable> executable =
+      Compile(absl::StrCat("HloModule m\n", kAdd,
+                           R"(
+cond {
+  s = (s32[], s32[]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(1003)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], s32[]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  v = s32[] get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  r = s32[] all-reduce(v), replica_groups={}, to_apply=add
+  ROOT t = (s32[], s32[]) tuple(i2, r)
+}
+ENTRY main {
+  p = s32[] parameter(0)
+  zero = s32[] constant(0)
+  t = (s32[], s32[]) tuple(zero, p)
+  w = (s32[], s32[]) while(t), condition=cond, body=body
+  ROOT v = s32[] get-tuple-element(w), index=1
+})"),
+              2);
+  ASSERT_NE(executable, nullptr);
+  CollectiveHub hub(HubOptions(2));
+  std::vector<absl::StatusOr<Literal>> results(2, Literal());
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      results[r] =
+          RunLaunch(*executable, hub, r, r, {0, 1}, {S32({}, {r})}, "loop");
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(results[r].ok()) << results[r].status();
+    // 0 + 1 = 1, then 1 + 1 = 2, doubling: 2^1002 wraps to 0 in s32.
+    EXPECT_THAT(Ints(*results[r]), ElementsAre(0));
+  }
+  const tpu_emulator::WaitReport report = hub.Report(/*history=*/5000);
+  ASSERT_EQ(report.cores_size(), 2);
+  for (const tpu_emulator::CoreWait& core : report.cores()) {
+    ASSERT_EQ(core.history_size(), 1000) << core.core();
+    for (int i = 0; i < 1000; ++i) {
+      const tpu_emulator::CollectiveRecord& record = core.history(i);
+      EXPECT_EQ(record.sequence(), 3 + i);
+      EXPECT_EQ(record.program(), "loop");
+      EXPECT_EQ(record.instruction(), "r");
+      EXPECT_EQ(record.kind(), "all-reduce");
+      EXPECT_EQ(record.signature(), "s32[]");
+      EXPECT_THAT(record.group(), ElementsAre(0, 1));
+      EXPECT_TRUE(record.done());
+      EXPECT_GE(record.end_unix_micros(), record.start_unix_micros());
+    }
+  }
+  EXPECT_EQ(hub.Report(/*history=*/2).cores(0).history(1).sequence(), 1002);
+}
+
 TEST(CollectiveHubTest, ReplicaGroupsExplicitAndIota) {
   std::vector<Literal> inputs;
   for (int r = 0; r < 4; ++r) inputs.push_back(S32({1}, {1 << r}));
