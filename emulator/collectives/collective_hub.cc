@@ -448,6 +448,9 @@ absl::StatusOr<Literal> CollectiveHub::Meet(
       return meeting->outputs[rank];
     }
     mu_.Lock();
+    // Cancelled: leave now unless everyone arrived and the combine runs,
+    // which nobody withdraws from.
+    AwaitMeeting(*meeting, cancelled);
   }
 
   if (core == nullptr) remote_waiters_.erase(arrival.core);

@@ -191,6 +191,63 @@ ENTRY main {
   EXPECT_EQ(hub.Report(/*history=*/2).cores(0).history(1).sequence(), 1002);
 }
 
+TEST(CollectiveHubTest, CancelledWaiterStillGetsAMeetingWhoseCombineRuns) {
+  CollectiveHub hub(HubOptions(2));
+  std::atomic<bool> cancelled0{false};
+  std::vector<std::unique_ptr<Launch>> launches;
+  for (int core = 0; core < 2; ++core) {
+    LaunchInfo info;
+    info.core = core;
+    info.client_id = 1;
+    info.program = "p";
+    info.fingerprint = "p";
+    info.assignment = {0, 1};
+    info.cancelled = core == 0 ? &cancelled0 : nullptr;
+    absl::StatusOr<std::unique_ptr<Launch>> launch = hub.BeginLaunch(info);
+    ASSERT_TRUE(launch.ok()) << launch.status();
+    launches.push_back(*std::move(launch));
+  }
+  absl::Notification combining, release;
+  interpreter::CollectiveCombine combine = [&](const std::vector<Literal>& all)
+      -> absl::StatusOr<std::vector<Literal>> {
+    combining.Notify();
+    release.WaitForNotification();
+    return std::vector<Literal>(all.size(), S32({1}, {42}));
+  };
+  auto request = [](int rank) {
+    interpreter::CollectiveRequest r;
+    r.computation = "e";
+    r.instruction = "ar";
+    r.kind = "all-reduce";
+    r.devices = {0, 1};
+    r.rank = rank;
+    r.signature = "s32[1]";
+    return r;
+  };
+  absl::StatusOr<Literal> out0 = Literal();
+  std::thread waiter([&] {
+    out0 = launches[0]->Exchange(request(0), S32({1}, {1}), combine);
+  });
+  // Core 0 waits before core 1 arrives and runs the combine.
+  while (hub.Report().cores(0).activity() != tpu_emulator::CoreWait::WAITING) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  std::thread last([&] {
+    EXPECT_TRUE(launches[1]->Exchange(request(1), S32({1}, {2}), combine).ok());
+  });
+  combining.WaitForNotification();
+  // Core 0's client goes away while the combine runs: everyone arrived, so
+  // core 0 still gets its output (and the combine's inputs stay intact).
+  cancelled0 = true;
+  hub.WakeWaiters();
+  absl::SleepFor(absl::Milliseconds(200));  // lets core 0 see the flag
+  release.Notify();
+  waiter.join();
+  last.join();
+  ASSERT_TRUE(out0.ok()) << out0.status();
+  EXPECT_THAT(Ints(*out0), ElementsAre(42));
+}
+
 TEST(CollectiveHubTest, ReplicaGroupsExplicitAndIota) {
   std::vector<Literal> inputs;
   for (int r = 0; r < 4; ++r) inputs.push_back(S32({1}, {1 << r}));
