@@ -46,6 +46,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "emulator/collectives/peer_link.h"
+#include "emulator/collectives/wake_word.h"
 #include "emulator/interpreter/collectives.h"
 #include "emulator/trace/recorder.h"
 #include "proto/control.pb.h"
@@ -94,6 +95,18 @@ struct LaunchInfo {
 
 class CollectiveHub;
 
+// What never changes about one collective instruction of one launch, shared
+// by its meetings and the flight recorder's entries (which format it only
+// when a report asks).
+struct CollectiveSite {
+  std::string program;
+  int64_t launch = 0;
+  std::string instruction;
+  std::string kind;
+  std::string signature;
+  std::vector<int> devices;
+};
+
 // One launch on one core: the interpreter's CollectiveExecutor for it.
 // Ends the launch (the core becomes idle) when destroyed.
 class Launch : public interpreter::CollectiveExecutor {
@@ -113,6 +126,19 @@ class Launch : public interpreter::CollectiveExecutor {
   Launch(CollectiveHub* hub, LaunchInfo info, int64_t number,
          bool spans_workers);
 
+  // One collective instruction as this launch runs it: built at its first
+  // execution, so that later ones (collectives in loops) neither allocate
+  // nor format.
+  struct SiteState {
+    std::shared_ptr<const CollectiveSite> site;
+    // How often it ran in this launch.
+    int64_t occurrences = 0;
+    // The meeting key without the occurrence, then with it (reused).
+    size_t key_base = 0;
+    std::string key;
+  };
+  SiteState& Site(const interpreter::CollectiveRequest& request);
+
   CollectiveHub* const hub_;
   const LaunchInfo info_;
   const int64_t number_;
@@ -121,8 +147,10 @@ class Launch : public interpreter::CollectiveExecutor {
   // What every meeting key of this launch starts with: the launch's owner
   // (client, or "slice" across workers), program, assignment and number.
   const std::string key_prefix_;
-  // How often each (computation, instruction) ran in this launch.
-  absl::flat_hash_map<std::string, int64_t> occurrences_;
+  // computation -> instruction -> its state (looked up without building a
+  // string).
+  absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, SiteState>>
+      sites_;
 };
 
 class CollectiveHub {
@@ -190,17 +218,27 @@ class CollectiveHub {
       Launch& launch, const interpreter::CollectiveRequest& request,
       Literal contribution, const interpreter::CollectiveCombine& combine);
   // Joins (or opens) the meeting of `arrival` and waits until it completes.
-  // `core` is the arriving core's record, null for a peer's participant;
-  // `combine` is null for a peer's participant. mu_ held.
+  // `core` is the arriving core's record (found under mu_), negative for a
+  // peer's participant; `combine` is null for a peer's participant.
   absl::StatusOr<Literal> Meet(const Arrival& arrival, Literal contribution,
                                const interpreter::CollectiveCombine* combine,
-                               const std::function<bool()>& cancelled,
-                               CoreRecord* core)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                               const std::function<bool()>& cancelled, int core)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Waits until `meeting` is done or (before it completes) `cancelled`;
   // pings the missing participants' workers while it waits for them.
   void AwaitMeeting(Meeting& meeting, const std::function<bool()>& cancelled)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A meeting of this worker's cores only: sleeps on the meeting's wake word
+  // without mu_ until it is done; false if `cancelled` first.
+  bool AwaitPublished(Meeting& meeting, const std::function<bool()>& cancelled)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Marks `meeting` done (status and outputs set), closes every local
+  // participant's flight-recorder entry and signals the waiters on mu_;
+  // the caller wakes those on the wake word (after unlocking mu_).
+  void Publish(Meeting& meeting) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The trace of one participant's wait and exchange (recorder on).
+  void TraceMeeting(const Meeting& meeting, const Arrival& arrival,
+                    int64_t arrived_micros, uint64_t wait_slice);
   // A participant of a meeting another worker coordinates.
   absl::StatusOr<Literal> MeetAtPeer(const LaunchInfo& info,
                                      const Arrival& arrival, int coordinator,
@@ -210,8 +248,8 @@ class CollectiveHub {
   int64_t RecordArrival(CoreRecord& core, const Arrival& arrival,
                         std::shared_ptr<Meeting> meeting)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RecordDeparture(CoreRecord& core, int64_t sequence, bool done)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordDeparture(CoreRecord& core, int64_t sequence, bool done,
+                       absl::Time end) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Fills `wait` (and the wait-for edges) for a core waiting in `meeting`.
   void DescribeWait(const Meeting& meeting, tpu_emulator::CoreWait* wait) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);

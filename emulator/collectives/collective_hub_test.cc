@@ -5,6 +5,7 @@
 #include "emulator/collectives/collective_hub.h"
 
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -79,6 +80,172 @@ ENTRY e {
   float expected = values[0];
   for (int r = 1; r < 4; ++r) expected = expected + values[r];
   for (const Literal& o : out) EXPECT_EQ(o.data<float>()[0], expected);
+}
+
+// Values whose f32 sum depends on the order they are added in.
+float OrderSensitive(int replica, int64_t i) {
+  const float scale[] = {1e8f, 1.0f, -1e8f, 0.5f};
+  return scale[replica % 4] * static_cast<float>(1 + i % 13) +
+         static_cast<float>(i % 5) * 0.25f;
+}
+
+TEST(CollectiveHubTest, LargeFloatAllReduceFoldsInReplicaOrder) {
+  // Over 8 MiB, so the result is streamed past the caches; an odd length
+  // leaves a tail shorter than a vector.
+  const int64_t n = (int64_t{8} << 20) / 4 + 3;
+  std::vector<Literal> inputs;
+  for (int r = 0; r < 4; ++r) {
+    Literal input = Literal::Uninitialized(Shape::Array(xla::F32, {n}));
+    float* data = input.mutable_data<float>().data();
+    for (int64_t i = 0; i < n; ++i) data[i] = OrderSensitive(r, i);
+    inputs.push_back(std::move(input));
+  }
+  std::vector<Literal> out = RunReplicated(
+      absl::StrCat(R"(
+HloModule m
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[)",
+                   n, R"(] parameter(0)
+  ROOT a = f32[)",
+                   n,
+                   R"(] all-reduce(p), replica_groups={{3,1,2,0}}, to_apply=sum
+})"),
+      4, inputs);
+  ASSERT_EQ(out.size(), 4u);
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    float expected = OrderSensitive(0, i);
+    for (int r = 1; r < 4; ++r) expected = expected + OrderSensitive(r, i);
+    for (const Literal& o : out) {
+      mismatches += std::memcmp(&o.data<float>()[i], &expected, 4) != 0;
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST(CollectiveHubTest, HistoryKeepsTheLast1000CollectivesOfEachCore) {
+  // 1003 all-reduces in a loop: the first three fall out of the window.
+  std::unique_ptr<Executable> executable =
+      Compile(absl::StrCat("HloModule m\n", kAdd,
+                           R"(
+cond {
+  s = (s32[], s32[]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(1003)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], s32[]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  v = s32[] get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  r = s32[] all-reduce(v), replica_groups={}, to_apply=add
+  ROOT t = (s32[], s32[]) tuple(i2, r)
+}
+ENTRY main {
+  p = s32[] parameter(0)
+  zero = s32[] constant(0)
+  t = (s32[], s32[]) tuple(zero, p)
+  w = (s32[], s32[]) while(t), condition=cond, body=body
+  ROOT v = s32[] get-tuple-element(w), index=1
+})"),
+              2);
+  ASSERT_NE(executable, nullptr);
+  CollectiveHub hub(HubOptions(2));
+  std::vector<absl::StatusOr<Literal>> results(2, Literal());
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      results[r] =
+          RunLaunch(*executable, hub, r, r, {0, 1}, {S32({}, {r})}, "loop");
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(results[r].ok()) << results[r].status();
+    // 0 + 1 = 1, then 1 + 1 = 2, doubling: 2^1002 wraps to 0 in s32.
+    EXPECT_THAT(Ints(*results[r]), ElementsAre(0));
+  }
+  const tpu_emulator::WaitReport report = hub.Report(/*history=*/5000);
+  ASSERT_EQ(report.cores_size(), 2);
+  for (const tpu_emulator::CoreWait& core : report.cores()) {
+    ASSERT_EQ(core.history_size(), 1000) << core.core();
+    for (int i = 0; i < 1000; ++i) {
+      const tpu_emulator::CollectiveRecord& record = core.history(i);
+      EXPECT_EQ(record.sequence(), 3 + i);
+      EXPECT_EQ(record.program(), "loop");
+      EXPECT_EQ(record.instruction(), "r");
+      EXPECT_EQ(record.kind(), "all-reduce");
+      EXPECT_EQ(record.signature(), "s32[]");
+      EXPECT_THAT(record.group(), ElementsAre(0, 1));
+      EXPECT_TRUE(record.done());
+      EXPECT_GE(record.end_unix_micros(), record.start_unix_micros());
+    }
+  }
+  EXPECT_EQ(hub.Report(/*history=*/2).cores(0).history(1).sequence(), 1002);
+}
+
+TEST(CollectiveHubTest, CancelledWaiterStillGetsAMeetingWhoseCombineRuns) {
+  CollectiveHub hub(HubOptions(2));
+  std::atomic<bool> cancelled0{false};
+  std::vector<std::unique_ptr<Launch>> launches;
+  for (int core = 0; core < 2; ++core) {
+    LaunchInfo info;
+    info.core = core;
+    info.client_id = 1;
+    info.program = "p";
+    info.fingerprint = "p";
+    info.assignment = {0, 1};
+    info.cancelled = core == 0 ? &cancelled0 : nullptr;
+    absl::StatusOr<std::unique_ptr<Launch>> launch = hub.BeginLaunch(info);
+    ASSERT_TRUE(launch.ok()) << launch.status();
+    launches.push_back(*std::move(launch));
+  }
+  absl::Notification combining, release;
+  interpreter::CollectiveCombine combine = [&](const std::vector<Literal>& all)
+      -> absl::StatusOr<std::vector<Literal>> {
+    combining.Notify();
+    release.WaitForNotification();
+    return std::vector<Literal>(all.size(), S32({1}, {42}));
+  };
+  auto request = [](int rank) {
+    interpreter::CollectiveRequest r;
+    r.computation = "e";
+    r.instruction = "ar";
+    r.kind = "all-reduce";
+    r.devices = {0, 1};
+    r.rank = rank;
+    r.signature = "s32[1]";
+    return r;
+  };
+  absl::StatusOr<Literal> out0 = Literal();
+  std::thread waiter([&] {
+    out0 = launches[0]->Exchange(request(0), S32({1}, {1}), combine);
+  });
+  // Core 0 waits before core 1 arrives and runs the combine.
+  while (hub.Report().cores(0).activity() != tpu_emulator::CoreWait::WAITING) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  std::thread last([&] {
+    EXPECT_TRUE(launches[1]->Exchange(request(1), S32({1}, {2}), combine).ok());
+  });
+  combining.WaitForNotification();
+  // Core 0's client goes away while the combine runs: everyone arrived, so
+  // core 0 still gets its output (and the combine's inputs stay intact).
+  cancelled0 = true;
+  hub.WakeWaiters();
+  absl::SleepFor(absl::Milliseconds(200));  // lets core 0 see the flag
+  release.Notify();
+  waiter.join();
+  last.join();
+  ASSERT_TRUE(out0.ok()) << out0.status();
+  EXPECT_THAT(Ints(*out0), ElementsAre(42));
 }
 
 TEST(CollectiveHubTest, ReplicaGroupsExplicitAndIota) {

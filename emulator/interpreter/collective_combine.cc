@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "emulator/interpreter/elementwise_common.h"
+#include "emulator/interpreter/stream_store.h"
 
 namespace tpu::emulator::interpreter {
 namespace {
@@ -12,23 +14,42 @@ namespace {
 // contribution streams through it once.
 constexpr int64_t kBlock = 2048;
 
+// Results at least this large are written with non-temporal stores: they
+// do not fit the caches anyway, and skipping the read-for-ownership saves
+// a tenth of an 8-way all-reduce's memory traffic.
+constexpr int64_t kStreamBytes = int64_t{8} << 20;
+
+// acc[i] = acc[i] op src[i] for i < len; each step rounds to T, as applying
+// the HLO computation does.
+template <Red kOp, typename T>
+void FoldInto(T* acc, const T* src, int64_t len) {
+  using C = ComputeType<T>;
+  for (int64_t i = 0; i < len; ++i) {
+    acc[i] = static_cast<T>(
+        Combine<kOp, C>(static_cast<C>(acc[i]), static_cast<C>(src[i])));
+  }
+}
+
+// Folds the sources in order into `out`, one block at a time: the block
+// stays in L1 while every contribution streams through it once. A large
+// result accumulates on the stack and is streamed to `out`.
 template <Red kOp, typename T>
 void FoldTyped(const std::vector<const T*>& sources, T* out, int64_t n,
                const Eigen::ThreadPoolDevice* device) {
-  using C = ComputeType<T>;
+  const bool stream = std::is_trivial_v<T> &&
+                      n * static_cast<int64_t>(sizeof(T)) >= kStreamBytes;
   ParallelFor(device, n, 2.0 * sources.size(), [&](int64_t begin, int64_t end) {
+    alignas(64) T block[std::is_trivial_v<T> ? kBlock : 1];
     for (int64_t b = begin; b < end; b += kBlock) {
-      const int64_t e = std::min(end, b + kBlock);
-      std::copy(sources[0] + b, sources[0] + e, out + b);
+      const int64_t len = std::min(end, b + kBlock) - b;
+      T* acc = stream ? block : out + b;
+      std::copy(sources[0] + b, sources[0] + b + len, acc);
       for (size_t k = 1; k < sources.size(); ++k) {
-        const T* src = sources[k];
-        // Each step rounds to T, as applying the HLO computation does.
-        for (int64_t i = b; i < e; ++i) {
-          out[i] = static_cast<T>(
-              Combine<kOp, C>(static_cast<C>(out[i]), static_cast<C>(src[i])));
-        }
+        FoldInto<kOp, T>(acc, sources[k] + b, len);
       }
+      if (stream) StreamCopy(out + b, acc, len * sizeof(T));
     }
+    if (stream) StreamFence();
   });
 }
 

@@ -47,14 +47,15 @@ struct Spec {
   std::vector<Shape> operands;
   // Several operands (or one tuple-shaped result) travel as one tuple.
   bool variadic = false;
+  // "f32[1024], s32[2]": the operands' shapes, for the wait report.
+  std::string signature;
   int64_t operand_count = 1;
 };
 
-std::string Signature(absl::Span<const Operand> operands) {
+// Built once at compile time: operand shapes are static.
+std::string Signature(const std::vector<Shape>& operands) {
   std::vector<std::string> parts;
-  for (const Operand& operand : operands) {
-    parts.push_back(operand.value->shape().ToString());
-  }
+  for (const Shape& operand : operands) parts.push_back(operand.ToString());
   return absl::StrJoin(parts, ", ");
 }
 
@@ -105,28 +106,34 @@ class CollectiveKernel : public Kernel {
     request.computation = spec_.computation;
     request.instruction = spec_.instruction;
     request.kind = spec_.opcode;
-    request.devices = participants->devices;
+    request.devices = std::move(participants->devices);
     request.rank = participants->rank;
-    request.signature = Signature(operands);
+    request.signature = spec_.signature;
 
-    const std::vector<int64_t> ids = participants->ids;
-    const Eigen::ThreadPoolDevice* device = context.device();
-    CollectiveCombine combine = [this, ids, device,
-                                 &context](const std::vector<Literal>& all)
+    // The combine may run on another participant's thread while this one
+    // waits inside Exchange, so it may refer to this frame. One captured
+    // pointer keeps std::function from allocating at every collective.
+    struct CombineArgs {
+      const CollectiveKernel* kernel;
+      const std::vector<int64_t>* ids;
+      const Eigen::ThreadPoolDevice* device;
+      KernelContext* context;
+    } args{this, &participants->ids, context.device(), &context};
+    CollectiveCombine combine = [&args](const std::vector<Literal>& all)
         -> absl::StatusOr<std::vector<Literal>> {
-      return Combine(all, ids, device, context);
+      return args.kernel->Combine(all, *args.ids, args.device, *args.context);
     };
 
     absl::StatusOr<Literal> output;
     if (execution.collectives != nullptr) {
       output = execution.collectives->Exchange(request, contribution, combine);
-    } else if (participants->devices.size() == 1) {
+    } else if (request.devices.size() == 1) {
       absl::StatusOr<std::vector<Literal>> outputs = combine({contribution});
       if (!outputs.ok()) return outputs.status();
       output = std::move((*outputs)[0]);
     } else {
       return absl::FailedPreconditionError(absl::StrCat(
-          spec_.opcode, " needs ", participants->devices.size(),
+          spec_.opcode, " needs ", request.devices.size(),
           " participants but this execution has no way to meet its peers; "
           "run the program on a worker"));
     }
@@ -352,6 +359,7 @@ absl::Status ReadShapes(const HloInstruction& instruction, Spec* spec) {
     }
     spec->operands.push_back(operand->shape());
   }
+  spec->signature = Signature(spec->operands);
   spec->operand_count = instruction.operand_count();
   spec->variadic = instruction.operand_count() > 1;
   const Shape& shape = instruction.shape();
