@@ -102,6 +102,13 @@ struct CollectiveHub::Meeting {
   int64_t last_arrival_micros = 0;
 };
 
+// Values one core sent another in one launch, oldest first.
+struct CollectiveHub::Mailbox {
+  std::deque<Literal> values;
+  // Signalled when a value arrives, and to let cancelled receivers leave.
+  absl::CondVar changed;
+};
+
 // One participant's arrival at a meeting, from this worker or another.
 struct CollectiveHub::Arrival {
   absl::string_view key;
@@ -150,6 +157,16 @@ absl::StatusOr<Literal> Launch::Exchange(
     const interpreter::CollectiveRequest& request, Literal contribution,
     const interpreter::CollectiveCombine& combine) {
   return hub_->Exchange(*this, request, std::move(contribution), combine);
+}
+
+absl::Status Launch::Send(const interpreter::TransferRequest& request,
+                          Literal value) {
+  return hub_->Post(*this, request, std::move(value));
+}
+
+absl::StatusOr<Literal> Launch::Receive(
+    const interpreter::TransferRequest& request) {
+  return hub_->Take(*this, request);
 }
 
 CollectiveHub::CollectiveHub(CollectiveHubOptions options)
@@ -237,6 +254,13 @@ void CollectiveHub::EndLaunch(const Launch& launch) {
   core->activity = tpu_emulator::CoreWait::IDLE;
   core->meeting.reset();
   core->skip_note.clear();
+  // Nothing takes what was sent to this core in this launch any more.
+  const std::string prefix = absl::StrCat(launch.key_prefix_, "p2p|");
+  const std::string suffix = absl::StrCat(">", launch.info_.core);
+  absl::erase_if(mailboxes_, [&](const auto& entry) {
+    return absl::StartsWith(entry.first, prefix) &&
+           absl::EndsWith(entry.first, suffix);
+  });
 }
 
 void CollectiveHub::NoteSkip(int core, std::string note) {
@@ -262,6 +286,7 @@ void CollectiveHub::WakeWaiters() {
     meeting->changed.SignalAll();
     meeting->wake.WakeAll();
   }
+  for (auto& [key, mailbox] : mailboxes_) mailbox->changed.SignalAll();
 }
 
 absl::StatusOr<Literal> CollectiveHub::Exchange(
@@ -963,6 +988,128 @@ void CollectiveHub::LogLongWaits() {
                 << wire::FormatWaitReport(Report(/*history=*/0)) << std::flush;
     }
   }
+}
+
+// Point-to-point transfers. A send posts into the mailbox of its launch and
+// (source, target) and never waits; the receiver waits for the oldest value.
+// Both appear in the flight recorder, and a waiting receiver in the wait
+// report as a meeting of two whose source has not arrived.
+
+absl::Status CollectiveHub::CheckTransferPeers(
+    const interpreter::TransferRequest& request) const {
+  for (int device : {request.source, request.target}) {
+    if (std::find(options_.cores.begin(), options_.cores.end(), device) !=
+        options_.cores.end()) {
+      continue;
+    }
+    if (options_.peers != nullptr) {
+      return absl::UnimplementedError(absl::StrCat(
+          request.kind, " ", request.instruction, " between core ",
+          request.source, " and core ", request.target,
+          ": send/recv between workers of a pod slice is not supported; run "
+          "the devices that exchange data on one worker"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        request.kind, " ", request.instruction, " between core ",
+        request.source, " and core ", request.target, " names core ", device,
+        ", which this worker does not serve"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+std::string MailboxKey(const std::string& launch_prefix, int source,
+                       int target) {
+  return absl::StrCat(launch_prefix, "p2p|", source, ">", target);
+}
+
+// A send or receive as the flight recorder and wait report show it: a
+// two-device collective from source to target.
+std::shared_ptr<const CollectiveSite> TransferSite(
+    const std::string& program, int64_t launch,
+    const interpreter::TransferRequest& request) {
+  auto site = std::make_shared<CollectiveSite>();
+  site->program = program;
+  site->launch = launch;
+  site->instruction = request.instruction;
+  site->kind = request.kind;
+  site->signature = request.signature;
+  site->devices = {request.source, request.target};
+  return site;
+}
+
+}  // namespace
+
+absl::Status CollectiveHub::Post(Launch& launch,
+                                 const interpreter::TransferRequest& request,
+                                 Literal value) {
+  if (absl::Status s = CheckTransferPeers(request); !s.ok()) return s;
+  const std::string key =
+      MailboxKey(launch.key_prefix_, request.source, request.target);
+  Arrival arrival;
+  arrival.key = key;
+  arrival.site = TransferSite(launch.info_.program, launch.number_, request);
+  arrival.rank = 0;
+  arrival.core = launch.info_.core;
+  absl::MutexLock lock(&mu_);
+  if (CoreRecord* core = FindCore(launch.info_.core); core != nullptr) {
+    RecordDeparture(*core, RecordArrival(*core, arrival, nullptr),
+                    /*done=*/true, absl::Now());
+  }
+  std::shared_ptr<Mailbox>& box = mailboxes_[key];
+  if (box == nullptr) box = std::make_shared<Mailbox>();
+  box->values.push_back(std::move(value));
+  box->changed.SignalAll();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Literal> CollectiveHub::Take(
+    Launch& launch, const interpreter::TransferRequest& request) {
+  if (absl::Status s = CheckTransferPeers(request); !s.ok()) return s;
+  const std::string key =
+      MailboxKey(launch.key_prefix_, request.source, request.target);
+  Arrival arrival;
+  arrival.key = key;
+  arrival.site = TransferSite(launch.info_.program, launch.number_, request);
+  arrival.rank = 1;
+  arrival.core = launch.info_.core;
+  // What the wait report shows while the value has not come: the source
+  // has not arrived.
+  auto meeting = std::make_shared<Meeting>();
+  meeting->key = key;
+  meeting->site = arrival.site;
+  meeting->arrived = {false, true};
+  meeting->arrived_count = 1;
+  const std::atomic<bool>* cancelled = launch.info_.cancelled;
+
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<Mailbox>& slot = mailboxes_[key];
+  if (slot == nullptr) slot = std::make_shared<Mailbox>();
+  std::shared_ptr<Mailbox> box = slot;
+  CoreRecord* core = FindCore(launch.info_.core);
+  const int64_t sequence =
+      core != nullptr ? RecordArrival(*core, arrival, meeting) : -1;
+  while (box->values.empty() && !(cancelled != nullptr && cancelled->load())) {
+    box->changed.Wait(&mu_);
+  }
+  const bool received = !box->values.empty();
+  if (core != nullptr) {
+    RecordDeparture(*core, sequence, received, absl::Now());
+  }
+  if (!received) {
+    return absl::CancelledError(
+        absl::StrCat(request.kind, " ", request.instruction,
+                     ": the client was closed while this core waited for core ",
+                     request.source, " to send"));
+  }
+  Literal value = std::move(box->values.front());
+  box->values.pop_front();
+  auto it = mailboxes_.find(key);
+  if (box->values.empty() && it != mailboxes_.end() && it->second == box) {
+    mailboxes_.erase(it);
+  }
+  return value;
 }
 
 }  // namespace tpu::emulator

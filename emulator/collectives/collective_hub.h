@@ -121,6 +121,14 @@ class Launch : public interpreter::CollectiveExecutor {
       const interpreter::CollectiveRequest& request, Literal contribution,
       const interpreter::CollectiveCombine& combine) override;
 
+  // Point-to-point transfers (send/recv between devices) of this launch:
+  // values wait in a mailbox per (source, target) of the launch until the
+  // target takes them.
+  absl::Status Send(const interpreter::TransferRequest& request,
+                    Literal value) override;
+  absl::StatusOr<Literal> Receive(
+      const interpreter::TransferRequest& request) override;
+
  private:
   friend class CollectiveHub;
   Launch(CollectiveHub* hub, LaunchInfo info, int64_t number,
@@ -209,6 +217,7 @@ class CollectiveHub {
   struct CoreRecord;
   struct Barrier;
   struct Arrival;
+  struct Mailbox;
   struct RemoteWaiter {
     std::shared_ptr<Meeting> meeting;
     absl::Time since;
@@ -253,6 +262,14 @@ class CollectiveHub {
   // Fills `wait` (and the wait-for edges) for a core waiting in `meeting`.
   void DescribeWait(const Meeting& meeting, tpu_emulator::CoreWait* wait) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Send and Receive of a launch (see Launch).
+  absl::Status Post(Launch& launch, const interpreter::TransferRequest& request,
+                    Literal value);
+  absl::StatusOr<Literal> Take(Launch& launch,
+                               const interpreter::TransferRequest& request);
+  // Fails a transfer naming a core that no worker reachable from here runs.
+  absl::Status CheckTransferPeers(
+      const interpreter::TransferRequest& request) const;
   int HostOf(int core) const;
   bool OnOtherWorker(int core) const;
   void EndLaunch(const Launch& launch);
@@ -268,6 +285,10 @@ class CollectiveHub {
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<CoreRecord>> cores_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<Meeting>> meetings_
+      ABSL_GUARDED_BY(mu_);
+  // Point-to-point values sent and not yet received, per launch and
+  // (source, target).
+  absl::flat_hash_map<std::string, std::shared_ptr<Mailbox>> mailboxes_
       ABSL_GUARDED_BY(mu_);
   // (program, assignment, core) -> launches begun.
   absl::flat_hash_map<std::string, int64_t> launch_counts_ ABSL_GUARDED_BY(mu_);

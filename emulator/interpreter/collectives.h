@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "hlo/literal.h"
 
 namespace tpu::emulator::interpreter {
@@ -61,9 +62,43 @@ struct CollectiveRequest {
 using CollectiveCombine = std::function<absl::StatusOr<std::vector<Literal>>(
     const std::vector<Literal>& contributions)>;
 
+// One point-to-point transfer of send/recv between devices: the k-th value
+// `source` sends to `target` in a launch is the k-th that `target` receives
+// from `source` (per ordered pair of devices, as NCCL pairs point-to-point
+// operations), whatever the instructions' names or channels.
+struct TransferRequest {
+  // The instruction sending ("send") or receiving ("recv-done"), for
+  // reports.
+  std::string computation;
+  std::string instruction;
+  std::string kind;
+  int source = 0;
+  int target = 0;
+  // "f32[2,2]": what is sent, or what the receiver expects.
+  std::string signature;
+};
+
 class CollectiveExecutor {
  public:
   virtual ~CollectiveExecutor() = default;
+
+  // Queues `value` for `request.target`. Never waits for the receiver: a
+  // send completes once its data left the sender, so programs that send
+  // before they receive (pipelines) cannot deadlock on it.
+  virtual absl::Status Send(const TransferRequest& request, Literal value) {
+    return absl::UnimplementedError(
+        absl::StrCat("send ", request.instruction,
+                     ": this executor has no point-to-point transfers"));
+  }
+
+  // Blocks until the oldest value `request.source` queued for
+  // `request.target` in this launch arrives, and returns it. Fails (and
+  // unblocks) when the launch is cancelled.
+  virtual absl::StatusOr<Literal> Receive(const TransferRequest& request) {
+    return absl::UnimplementedError(
+        absl::StrCat("recv ", request.instruction,
+                     ": this executor has no point-to-point transfers"));
+  }
 
   // Blocks until every device of `request.devices` contributed to the same
   // meeting point, then returns this rank's output. Fails (and unblocks) when

@@ -9,9 +9,11 @@ namespace {
 
 bool IsRecvDone(const HloInstruction& i) { return i.opcode() == "recv-done"; }
 
-// The channel a recv-done completes: its recv's (XLA copies it to both).
+// The channel a recv-done completes: its recv's (XLA copies it to both),
+// its own when the recv's context reaches it through tuples or loop state.
 int64_t RecvDoneChannel(const HloInstruction& recv_done) {
-  if (recv_done.operand_count() == 1) {
+  if (recv_done.operand_count() == 1 &&
+      recv_done.operand(0)->opcode() == "recv") {
     return recv_done.operand(0)->proto().channel_id();
   }
   return recv_done.proto().channel_id();

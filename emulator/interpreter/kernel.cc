@@ -69,6 +69,8 @@ void KernelContext::Send(int64_t channel, Literal value) {
   state_->channels[channel].push_back(std::move(value));
 }
 
+int64_t KernelContext::CountRun(const void* key) { return state_->runs[key]++; }
+
 absl::StatusOr<Literal> KernelContext::Receive(int64_t channel) {
   auto it = state_->channels.find(channel);
   if (it == state_->channels.end() || it->second.empty()) {

@@ -73,6 +73,9 @@ class KernelContext {
   // device, which the interpreter cannot see).
   void Send(int64_t channel, Literal value);
   absl::StatusOr<Literal> Receive(int64_t channel);
+  // How many times the instruction `key` ran before in this execution (0 the
+  // first time); counts this run.
+  int64_t CountRun(const void* key);
 
  private:
   ExecState* state_;
@@ -144,8 +147,10 @@ void RegisterRngKernels(KernelRegistry& registry);
 void RegisterGatherScatterKernels(KernelRegistry& registry);
 void RegisterSortKernels(KernelRegistry& registry);
 void RegisterCollectiveKernels(KernelRegistry& registry);
-void RegisterTokenKernels(KernelRegistry& registry);  // after-all, send, recv..
-void RegisterAsyncKernels(KernelRegistry& registry);  // async-*, copy-*
+void RegisterRaggedAllToAllKernels(KernelRegistry& registry);
+void RegisterSendRecvKernels(KernelRegistry& registry);  // send, recv, -done
+void RegisterTokenKernels(KernelRegistry& registry);     // after-all, infeed..
+void RegisterAsyncKernels(KernelRegistry& registry);     // async-*, copy-*
 void RegisterTopKKernels(KernelRegistry& registry);
 void RegisterCustomCallKernels(KernelRegistry& registry);
 void RegisterBatchNormKernels(KernelRegistry& registry);

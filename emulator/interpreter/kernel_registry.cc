@@ -23,7 +23,9 @@ KernelRegistry* BuildGlobal() {
   RegisterGatherScatterKernels(*registry);
   RegisterSortKernels(*registry);
   RegisterCollectiveKernels(*registry);
+  RegisterRaggedAllToAllKernels(*registry);
   RegisterTokenKernels(*registry);
+  RegisterSendRecvKernels(*registry);
   RegisterAsyncKernels(*registry);
   RegisterTopKKernels(*registry);
   RegisterCustomCallKernels(*registry);

@@ -1,7 +1,8 @@
 // Kernel family: custom-call, by target.
 //  - Annotations that mean nothing numerically on one device pass their
 //    operand through: Sharding, SPMDFullToShardShape, SPMDShardToFullShape
-//    (when they keep the shape, as without partitioning they do),
+//    (when they keep the shape, as without partitioning they do; where they
+//    change it, they cut and gather tiles across partitions, spmd_shapes.h),
 //    annotate_device_placement, MoveToHost, MoveToDevice.
 //  - TopK, Qr and ProductOfElementaryHouseholderReflectors run as XLA's CPU
 //    backend runs them (kernels_topk.cc, kernels_qr.cc).
@@ -12,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "emulator/interpreter/kernel_util.h"
 #include "emulator/interpreter/qr.h"
+#include "emulator/interpreter/spmd_shapes.h"
 #include "emulator/interpreter/topk.h"
 
 namespace tpu::emulator::interpreter {
@@ -29,6 +31,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompilePassThrough(
   const std::string& target = instruction.proto().custom_call_target();
   if (absl::Status s = ExpectOperands(instruction, 1); !s.ok()) return s;
   const Shape& operand = instruction.operand(0)->shape();
+  if (operand != instruction.shape() &&
+      (target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape")) {
+    return CompileShardShapeChange(instruction);
+  }
   if (operand != instruction.shape()) {
     return absl::UnimplementedError(absl::StrCat(
         "custom-call ", target, " changes the shape from ", operand.ToString(),

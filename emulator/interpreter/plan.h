@@ -44,6 +44,8 @@ class ExecState {
   // Values sent and not yet received, per channel id: send and recv-done of
   // one program pair up within its execution (oldest send first).
   absl::flat_hash_map<int64_t, std::deque<Literal>> channels;
+  // Runs so far of the instructions that count them (KernelContext::CountRun).
+  absl::flat_hash_map<const void*, int64_t> runs;
 
  private:
   struct Entry {

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "emulator/collectives/collective_hub.h"
 #include "emulator/faults/fault_plan.h"
@@ -65,6 +66,17 @@ class FaultingCollectives : public interpreter::CollectiveExecutor {
   absl::StatusOr<Literal> Exchange(
       const interpreter::CollectiveRequest& request, Literal contribution,
       const interpreter::CollectiveCombine& combine) override;
+
+  // Point-to-point transfers (send/recv between devices) pass straight
+  // through: fault rules apply to collectives only.
+  absl::Status Send(const interpreter::TransferRequest& request,
+                    Literal value) override {
+    return launch_->Send(request, std::move(value));
+  }
+  absl::StatusOr<Literal> Receive(
+      const interpreter::TransferRequest& request) override {
+    return launch_->Receive(request);
+  }
 
  private:
   const OpContext ctx_;

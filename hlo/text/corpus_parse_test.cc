@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -129,6 +130,91 @@ TEST(CorpusParseTest, EveryModuleParsesAndRoundTrips) {
     std::cout << corpus << ": " << parsed << " of " << total << " parse, "
               << round_tripped << " round-trip\n";
   }
+}
+
+// The stack-frame tables of a module's text: the lines from "FileNames" to
+// the first computation, without blank lines; empty if it has none.
+std::vector<std::string> StackFrameTables(const std::string& text) {
+  std::vector<std::string> lines;
+  bool inside = false;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripTrailingAsciiWhitespace(line);
+    if (line == "FileNames") inside = true;
+    if (!inside) continue;
+    // Table headers, then numbered entries; anything else (the first
+    // computation) ends the tables.
+    const bool header = line == "FileNames" || line == "FunctionNames" ||
+                        line == "FileLocations" || line == "StackFrames";
+    if (!line.empty() && !header && !absl::ascii_isdigit(line[0])) break;
+    if (!line.empty()) lines.emplace_back(line);
+  }
+  return lines;
+}
+
+int CountOf(const std::string& text, const std::string& needle) {
+  int count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+// Every dump with stack-frame tables (the 27 TPU dumps of jax_hlo) keeps
+// them through parse and print: the tables print back line for line, every
+// instruction's stack_frame_id survives, and the printed module parses to
+// the same proto.
+TEST(CorpusParseTest, EveryTpuDumpKeepsItsStackFrames) {
+  const fs::path root = CorpusRoot();
+  std::error_code error;
+  if (root.empty() || !fs::is_directory(root / "jax_hlo" / "modules", error)) {
+    GTEST_SKIP() << "no corpus at '" << root.string() << "'";
+  }
+  int tpu_dumps = 0, checked = 0;
+  for (const char* corpus : kCorpora) {
+    for (const auto& entry :
+         fs::directory_iterator(root / corpus / "modules")) {
+      const std::string name = entry.path().filename().string();
+      const std::string text = ReadFile(entry.path());
+      const bool tpu_dump = absl::StrContains(name, "_tpu_v6e_");
+      tpu_dumps += tpu_dump;
+      const std::vector<std::string> tables = StackFrameTables(text);
+      if (tables.empty()) {
+        EXPECT_FALSE(tpu_dump) << name << " is a TPU dump without tables";
+        continue;
+      }
+      ++checked;
+      absl::StatusOr<xla::HloModuleProto> module = ParseHloModule(text);
+      ASSERT_TRUE(module.ok()) << name << ": " << module.status();
+      const xla::StackFrameIndexProto& index = module->stack_frame_index();
+      EXPECT_GT(index.file_names_size(), 0) << name;
+      EXPECT_GT(index.function_names_size(), 0) << name;
+      EXPECT_GT(index.file_locations_size(), 0) << name;
+      EXPECT_GT(index.stack_frames_size(), 0) << name;
+      EXPECT_EQ(index.file_names_size() + index.function_names_size() +
+                    index.file_locations_size() + index.stack_frames_size() + 4,
+                static_cast<int>(tables.size()))
+          << name << ": one entry per table line, plus four headers";
+      int with_frame = 0;
+      for (const auto& computation : module->computations()) {
+        for (const auto& instruction : computation.instructions()) {
+          with_frame += instruction.metadata().stack_frame_id() != 0;
+        }
+      }
+      const int written = CountOf(text, "stack_frame_id=");
+      EXPECT_GT(written, 0) << name;
+      EXPECT_EQ(with_frame, written) << name;
+      const std::string printed = PrintHloModule(*module);
+      EXPECT_EQ(StackFrameTables(printed), tables) << name;
+      EXPECT_EQ(CountOf(printed, "stack_frame_id="), written) << name;
+      absl::StatusOr<xla::HloModuleProto> again = ParseHloModule(printed);
+      ASSERT_TRUE(again.ok()) << name << ": " << again.status();
+      EXPECT_EQ(testing::Diff(*module, *again), "") << name;
+    }
+  }
+  EXPECT_EQ(tpu_dumps, 27);
+  EXPECT_EQ(checked, tpu_dumps) << "dumps with stack-frame tables";
+  std::cout << checked << " dumps keep their stack frames\n";
 }
 
 }  // namespace

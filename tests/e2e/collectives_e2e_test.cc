@@ -258,5 +258,71 @@ TEST_F(CollectivesE2ETest, LaunchBarrierFailsMismatchedPrograms) {
   ReleaseDriverObjects();
 }
 
+// ragged-all-to-all and send/recv between replicas through a real worker:
+// replica 0 sends row 0 to itself and rows 1-2 to replica 1; replica 1
+// sends row 0 to replica 0 (at row 1) and rows 2-3 to itself (at row 2);
+// and replica 0 sends its whole input to replica 1, which receives it,
+// while replica 0 receives nothing (zeros).
+TEST_F(CollectivesE2ETest, RaggedAllToAllAndSendRecvBetweenReplicas) {
+  constexpr char kProgram[] = R"(
+HloModule ragged_and_send_recv
+ENTRY e {
+  input = s32[4] parameter(0)
+  output = s32[4] parameter(1)
+  input_offsets = s32[2] parameter(2)
+  send_sizes = s32[2] parameter(3)
+  output_offsets = s32[2] parameter(4)
+  recv_sizes = s32[2] parameter(5)
+  ra2a = s32[4] ragged-all-to-all(input, output, input_offsets, send_sizes,
+      output_offsets, recv_sizes), replica_groups={{0,1}}
+  tok = token[] after-all()
+  send = (s32[4], u32[], token[]) send(input, tok),
+      frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1}}"}
+  recv = (s32[4], u32[], token[]) recv(tok),
+      frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1}}"}
+  send-done = token[] send-done(send)
+  recv-done = (s32[4], token[]) recv-done(recv)
+  received = s32[4] get-tuple-element(recv-done), index=0
+  ROOT t = (s32[4], s32[4]) tuple(ra2a, received)
+}
+)";
+  StartWorker();
+  std::shared_ptr<client::TpuClient> client = Connect({});
+  ASSERT_NE(client, nullptr);
+  auto module = hlo::ParseHloModule(kProgram);
+  ASSERT_TRUE(module.ok()) << module.status();
+  client::CompileOptions options;
+  options.num_replicas = 2;
+  auto executable = client::TpuExecutable::Compile(*module, options, client);
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  const std::vector<std::vector<Literal>> values = {
+      {S32({4}, {1, 2, 3, 4}), S32({4}, {-1, -1, -1, -1}), S32({2}, {0, 1}),
+       S32({2}, {1, 2}), S32({2}, {0, 0}), S32({2}, {1, 1})},
+      {S32({4}, {5, 6, 7, 8}), S32({4}, {-1, -1, -1, -1}), S32({2}, {0, 2}),
+       S32({2}, {1, 2}), S32({2}, {1, 2}), S32({2}, {2, 2})},
+  };
+  std::vector<std::unique_ptr<client::TpuBuffer>> inputs;
+  std::vector<std::vector<client::TpuBuffer*>> arguments(2);
+  for (int r = 0; r < 2; ++r) {
+    for (const Literal& value : values[r]) {
+      auto input = client::TpuBuffer::FromLiteral(value, client, r);
+      ASSERT_TRUE(input.ok()) << input.status();
+      inputs.push_back(*std::move(input));
+      arguments[r].push_back(inputs.back().get());
+    }
+  }
+  auto results = (*executable)->ExecutePerReplica(arguments);
+  ASSERT_TRUE(results.ok()) << results.status();
+  auto ragged0 = (*results)[0][0]->ToLiteral();
+  auto ragged1 = (*results)[1][0]->ToLiteral();
+  auto received0 = (*results)[0][1]->ToLiteral();
+  auto received1 = (*results)[1][1]->ToLiteral();
+  ASSERT_TRUE(ragged0.ok() && ragged1.ok() && received0.ok() && received1.ok());
+  EXPECT_EQ(*ragged0, S32({4}, {1, 5, -1, -1}));
+  EXPECT_EQ(*ragged1, S32({4}, {2, 3, 7, 8}));
+  EXPECT_EQ(*received0, S32({4}, {0, 0, 0, 0}));
+  EXPECT_EQ(*received1, S32({4}, {1, 2, 3, 4}));
+}
+
 }  // namespace
 }  // namespace tpu

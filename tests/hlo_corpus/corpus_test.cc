@@ -11,6 +11,7 @@
 // ../shared next to the repository root. A missing corpus fails
 // CorpusTest.FoldersExist with a message saying where it looked.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -20,6 +21,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -36,6 +38,7 @@
 #include "gtest/gtest.h"
 #include "hlo/literal.h"
 #include "hlo/text/hlo_parser.h"
+#include "tests/hlo_corpus/known_inputs.h"
 #include "tools/tpu_run/random_literal.h"
 
 namespace tpu {
@@ -233,6 +236,25 @@ Launches LaunchesFor(const std::string& text) {
   return launches;
 }
 
+// Send and recv between devices name their peers in a frontend attribute,
+// partition ids with a channel_id and replica ids without (as XLA's GPU
+// runtime reads them): a module whose header gives no counts runs with as
+// many as its pairs name.
+void AddSendRecvPeers(const xla::HloModuleProto& module, Launches* launches) {
+  for (const xla::HloComputationProto& computation : module.computations()) {
+    for (const xla::HloInstructionProto& instruction :
+         computation.instructions()) {
+      const auto& attributes = instruction.frontend_attributes().map();
+      auto it = attributes.find("_xla_send_recv_source_target_pairs");
+      if (it == attributes.end()) continue;
+      const int largest = LargestIdIn(absl::StrCat("p=", it->second), "p");
+      int& count = instruction.channel_id() > 0 ? launches->partitions
+                                                : launches->replicas;
+      count = std::max(count, largest + 1);
+    }
+  }
+}
+
 // Parse, compile and run every replica and partition (concurrently, one
 // thread each on a core of its own, meeting at a CollectiveHub as on a
 // worker), stopping them after kTimeLimit.
@@ -246,7 +268,11 @@ absl::Status RunModule(const Module& module) {
     return absl::Status(proto.status().code(),
                         absl::StrCat("parse: ", proto.status().message()));
   }
-  const Launches launches = LaunchesFor(text);
+  Launches launches = LaunchesFor(text);
+  if (HeaderValue(text, "replica_count") == 0 &&
+      HeaderValue(text, "num_partitions") == 0) {
+    AddSendRecvPeers(*proto, &launches);
+  }
   CompileOptions options;
   options.num_replicas = launches.replicas;
   absl::StatusOr<std::unique_ptr<Executable>> exe =
@@ -265,6 +291,10 @@ absl::Status RunModule(const Module& module) {
   assignment.num_replicas = launches.replicas;
   assignment.num_partitions = launches.partitions;
   for (int c = 0; c < cores; ++c) assignment.devices.push_back(c);
+  // Modules whose random inputs mean nothing run with known ones and must
+  // compute the known results.
+  const std::optional<KnownInputs> known =
+      KnownInputsFor(module.file, program, cores);
 
   std::vector<absl::Status> results(cores);
   std::atomic<bool> cancelled{false};
@@ -276,7 +306,9 @@ absl::Status RunModule(const Module& module) {
     threads.emplace_back([&, core] {
       std::vector<Literal> args;
       absl::Status status;
-      for (int i = 0; i < program.parameters_size() && status.ok(); ++i) {
+      if (known.has_value()) args = known->arguments[core];
+      for (int i = static_cast<int>(args.size());
+           i < program.parameters_size() && status.ok(); ++i) {
         absl::StatusOr<Shape> shape = Shape::FromProto(program.parameters(i));
         absl::StatusOr<Literal> arg =
             shape.ok() ? RandomLiteral(*shape, uint64_t{1000003} * core + i)
@@ -305,7 +337,16 @@ absl::Status RunModule(const Module& module) {
         context.assignment = &assignment;
         context.collectives = launch.get();
         context.cancelled = &cancelled;
-        status = (*exe)->Execute(std::move(args), context, nullptr).status();
+        absl::StatusOr<Literal> result =
+            (*exe)->Execute(std::move(args), context, nullptr);
+        status = result.status();
+        if (result.ok() && known.has_value() &&
+            *result != known->expected[core]) {
+          status = absl::InternalError(
+              absl::StrCat("core ", core, " computed ", result->ToString(),
+                           " where the known inputs give ",
+                           known->expected[core].ToString()));
+        }
       }
       launch.reset();
       std::lock_guard<std::mutex> lock(mu);
