@@ -36,7 +36,7 @@ TEST(RecorderTest, SlicesInstantsFlowsAndOpenSlices) {
   EXPECT_TRUE(recorder.instructions());
   uint64_t done = recorder.Begin(1, "P #0", "program",
                                  Args().Add("client", 7).members(), 10);
-  recorder.End(done, Args().Add("status", "OK").members(), 25);
+  recorder.End(done, Args().Add("status", "OK"), 25);
   recorder.Begin(1, "stuck", "collective", "", 30);
   recorder.Flow("waited for", 1, 12, 2, 20);
   absl::StatusOr<Trace> trace = recorder.Stop();

@@ -375,15 +375,14 @@ absl::StatusOr<BuiltOp> BuildExecute(
       trace::ScopedSlice slice(
           recorder, recorder->on() ? recorder->Begin(
                                          trace::CoreTrack(core_id),
-                                         absl::StrCat(compiled->name, " #",
-                                                      (*launch)->number()),
+                                         trace::Name(compiled->name, " #",
+                                                     (*launch)->number()),
                                          "program",
                                          trace::Args()
                                              .Add("program", compiled->name)
                                              .Add("launch", (*launch)->number())
                                              .Add("client", client_id)
-                                             .Add("operation", ctx.Name())
-                                             .members(),
+                                             .Add("operation", ctx.Name()),
                                          started)
                                    : 0);
       const bool profile = ctx.worker->options.profile_programs;
