@@ -1,7 +1,11 @@
 #include <string>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "emulator/trace/activity.h"
 #include "emulator/trace/chrome_json.h"
+#include "emulator/trace/merge.h"
 #include "emulator/trace/program_profile.h"
 #include "emulator/trace/recorder.h"
 #include "gmock/gmock.h"
@@ -143,6 +147,78 @@ TEST(InstructionTimerTest, RecordsSlicesAndSamples) {
   EXPECT_EQ(trace->events[0].tid, 2);
   EXPECT_EQ(trace->events[0].category, "instruction");
   EXPECT_EQ(trace->events[0].args, "\"opcode\": \"add\", \"bytes\": 48");
+}
+
+// One worker's trace: a program on `core` from ts to ts + 5 and a flow.
+std::string WorkerJson(int host_id, int core, int64_t ts) {
+  Trace trace;
+  trace.pid = host_id;
+  trace.track_names = {{CoreTrack(core), absl::StrCat("core ", core)},
+                       {ClientTrack(1), "client 1"}};
+  trace.events.push_back(
+      {'X', "m #0", "program", CoreTrack(core), ts, 5, "\"launch\": 0", 0});
+  trace.events.push_back({'s', "w", "flow", CoreTrack(core), ts + 1, 0, "", 1});
+  trace.events.push_back({'f', "w", "flow", CoreTrack(core), ts + 2, 0, "", 1});
+  return ToChromeJson(trace);
+}
+
+TEST(MergeTest, OneProcessPerWorkerWithItsTracksTimesAndFlows) {
+  absl::StatusOr<std::string> merged = MergeChromeTraces(
+      {{0, "localhost:1", WorkerJson(0, 0, 1000), ""},
+       {1, "localhost:2", WorkerJson(1, 4, 2000), ""},
+       {2, "localhost:3", "", "UNAVAILABLE: connection refused"}});
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_TRUE(absl::StartsWith(*merged,
+                               "{\"displayTimeUnit\": \"ms\", "
+                               "\"traceEvents\": [\n"));
+  EXPECT_TRUE(absl::EndsWith(*merged, "}\n]}\n"));
+  // Each worker's program keeps its pid, tid (global core id) and time.
+  EXPECT_THAT(*merged, HasSubstr("{\"name\": \"m #0\", \"cat\": "
+                                 "\"program\", \"ph\": \"X\", \"ts\": 1000, "
+                                 "\"pid\": 0, \"tid\": 0, \"dur\": 5"));
+  EXPECT_THAT(*merged, HasSubstr("{\"name\": \"m #0\", \"cat\": "
+                                 "\"program\", \"ph\": \"X\", \"ts\": 2000, "
+                                 "\"pid\": 1, \"tid\": 4, \"dur\": 5"));
+  // Processes are named after their workers, once each; the workers' own
+  // names are gone.
+  EXPECT_THAT(*merged, HasSubstr("\"pid\": 0, \"tid\": 0, \"args\": "
+                                 "{\"name\": \"worker 0 (localhost:1)\"}"));
+  EXPECT_THAT(*merged, HasSubstr("\"pid\": 1, \"tid\": 0, \"args\": "
+                                 "{\"name\": \"worker 1 (localhost:2)\"}"));
+  EXPECT_THAT(*merged, Not(HasSubstr("tpu_emulator host")));
+  // Track names stay per process.
+  EXPECT_THAT(*merged, HasSubstr("\"pid\": 1, \"tid\": 4, \"args\": "
+                                 "{\"name\": \"core 4\"}"));
+  // The two workers' flow 1 stay two arrows.
+  EXPECT_THAT(*merged, HasSubstr("\"ph\": \"s\", \"ts\": 1001, \"pid\": 0, "
+                                 "\"tid\": 0, \"id\": 1}"));
+  EXPECT_THAT(*merged,
+              HasSubstr(absl::StrCat("\"ph\": \"s\", \"ts\": 2001, \"pid\": 1, "
+                                     "\"tid\": 4, \"id\": ",
+                                     (uint64_t{1} << 32) + 1, "}")));
+  // The missing worker is a named, empty process.
+  EXPECT_THAT(*merged,
+              HasSubstr("{\"name\": \"worker 2 (localhost:3): no trace "
+                        "(UNAVAILABLE: connection refused)\"}"));
+  // Every line but the first and last is one event.
+  int events = 0;
+  for (absl::string_view line : absl::StrSplit(*merged, '\n')) {
+    if (absl::StartsWith(line, "{\"name\"")) ++events;
+  }
+  // Per worker: 2 process metadata + 2 tracks x 2 metadata + 3 events; the
+  // missing one: 2.
+  EXPECT_EQ(events, 2 * (2 + 4 + 3) + 2);
+}
+
+TEST(MergeTest, RejectsWhatIsNotAWorkersTrace) {
+  EXPECT_EQ(MergeChromeTraces({{0, "a", "{\"traceEvents\": []}", ""}})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // Worker 1's events must carry pid 1.
+  EXPECT_EQ(
+      MergeChromeTraces({{1, "a", WorkerJson(0, 0, 1), ""}}).status().code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
