@@ -1,6 +1,9 @@
 #include "emulator/service/control_service.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace tpu::emulator {
 
@@ -59,15 +62,28 @@ grpc::Status ToGrpc(const absl::Status& status) {
 
 grpc::Status ControlService::StartTrace(
     grpc::ServerContext*, const tpu_emulator::StartTraceRequest* request,
-    tpu_emulator::StartTraceResponse*) {
-  return ToGrpc(worker_->StartTrace(request->instructions()));
+    tpu_emulator::StartTraceResponse* response) {
+  absl::Status started = worker_->StartTrace(request->instructions());
+  if (!started.ok()) return ToGrpc(started);
+  if (slice_.in_slice() && !request->this_worker_only()) {
+    for (std::string& note : slice_.StartOthers(request->instructions())) {
+      response->add_notes(std::move(note));
+    }
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status ControlService::StopTrace(
-    grpc::ServerContext*, const tpu_emulator::StopTraceRequest*,
+    grpc::ServerContext*, const tpu_emulator::StopTraceRequest* request,
     tpu_emulator::StopTraceResponse* response) {
   absl::StatusOr<std::string> json = worker_->StopTrace();
   if (!json.ok()) return ToGrpc(json.status());
+  if (slice_.in_slice() && !request->this_worker_only()) {
+    std::vector<std::string> notes;
+    json = slice_.StopOthersAndMerge(*std::move(json), &notes);
+    if (!json.ok()) return ToGrpc(json.status());
+    for (std::string& note : notes) response->add_notes(std::move(note));
+  }
   response->set_trace_json(*std::move(json));
   return grpc::Status::OK;
 }

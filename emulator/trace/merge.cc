@@ -1,11 +1,16 @@
 #include "emulator/trace/merge.h"
 
+#include <map>
+#include <set>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "emulator/trace/chrome_json.h"
+#include "emulator/trace/recorder.h"
 
 namespace tpu::emulator::trace {
 namespace {
@@ -20,6 +25,57 @@ std::string ProcessMetadata(int pid, const std::string& what,
                       "\", \"cat\": \"__metadata\", \"ph\": \"M\", \"ts\": 0, "
                       "\"pid\": ",
                       pid, ", \"tid\": 0, \"args\": {", args, "}}");
+}
+
+// The number after `key` in an event line ("\"pid\": "), or -1.
+int64_t NumberAfter(absl::string_view line, absl::string_view key) {
+  const size_t at = line.find(key);
+  if (at == absl::string_view::npos) return -1;
+  int64_t value = 0;
+  bool digits = false;
+  for (size_t i = at + key.size();
+       i < line.size() && absl::ascii_isdigit(line[i]); ++i) {
+    value = value * 10 + (line[i] - '0');
+    digits = true;
+  }
+  return digits ? value : -1;
+}
+
+constexpr absl::string_view kPid = "\"pid\": ";
+constexpr absl::string_view kTid = "\"tid\": ";
+
+bool IsFlowEnd(absl::string_view line) {
+  return absl::StrContains(line, "\"ph\": \"s\"") ||
+         absl::StrContains(line, "\"ph\": \"f\"");
+}
+
+// A worker's arrow to a core of another worker ("waited for core 7", drawn
+// by the coordinator of a collective) ends on a track that worker does not
+// have; core ids are global, so the core's own worker is found by its
+// track and the end moves there.
+void MoveFlowEndsToTheirCores(std::vector<std::string>& lines) {
+  std::map<int64_t, std::set<int64_t>> owners;  // core track -> pids
+  for (const std::string& line : lines) {
+    if (!absl::StartsWith(line, "{\"name\": \"thread_name\"")) continue;
+    const int64_t tid = NumberAfter(line, kTid);
+    if (tid >= 0 && tid < kClientTrackBase) {
+      owners[tid].insert(NumberAfter(line, kPid));
+    }
+  }
+  for (std::string& line : lines) {
+    if (!IsFlowEnd(line)) continue;
+    const int64_t pid = NumberAfter(line, kPid);
+    const int64_t tid = NumberAfter(line, kTid);
+    auto it = owners.find(tid);
+    if (it == owners.end() || it->second.size() != 1 ||
+        it->second.count(pid) > 0) {
+      continue;
+    }
+    const std::string from = absl::StrCat(kPid, pid, ", ", kTid);
+    const std::string to = absl::StrCat(kPid, *it->second.begin(), ", ", kTid);
+    const size_t at = line.find(from);
+    if (at != std::string::npos) line.replace(at, from.size(), to);
+  }
 }
 
 }  // namespace
@@ -66,6 +122,7 @@ absl::StatusOr<std::string> MergeChromeTraces(
       lines.emplace_back(line);
     }
   }
+  MoveFlowEndsToTheirCores(lines);
   return absl::StrCat(kHeader, absl::StrJoin(lines, ",\n"), kFooter);
 }
 

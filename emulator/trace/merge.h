@@ -10,7 +10,9 @@
 // on every worker (recorder.h), one time base for processes of one machine.
 // Merging is therefore a concatenation of the workers' events, each process
 // renamed after its worker, plus a named, empty process for every worker
-// whose trace could not be had.
+// whose trace could not be had. One fix-up: an arrow's end on a core of
+// another worker (a collective's coordinator saw it arrive) moves to that
+// worker's process, where the core's track is.
 //
 // Relies on ToChromeJson's layout (one event per line; JSON strings never
 // hold a raw newline) rather than parsing JSON.

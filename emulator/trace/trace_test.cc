@@ -158,7 +158,9 @@ std::string WorkerJson(int host_id, int core, int64_t ts) {
   trace.events.push_back(
       {'X', "m #0", "program", CoreTrack(core), ts, 5, "\"launch\": 0", 0});
   trace.events.push_back({'s', "w", "flow", CoreTrack(core), ts + 1, 0, "", 1});
-  trace.events.push_back({'f', "w", "flow", CoreTrack(core), ts + 2, 0, "", 1});
+  // Host 0's arrow ends on core 4 (host 1's); host 1's stays on its core.
+  trace.events.push_back(
+      {'f', "w", "flow", CoreTrack(host_id == 0 ? 4 : core), ts + 2, 0, "", 1});
   return ToChromeJson(trace);
 }
 
@@ -196,6 +198,9 @@ TEST(MergeTest, OneProcessPerWorkerWithItsTracksTimesAndFlows) {
               HasSubstr(absl::StrCat("\"ph\": \"s\", \"ts\": 2001, \"pid\": 1, "
                                      "\"tid\": 4, \"id\": ",
                                      (uint64_t{1} << 32) + 1, "}")));
+  // Worker 0's arrow to core 4 (worker 1's) ends on worker 1's process.
+  EXPECT_THAT(*merged, HasSubstr("\"ph\": \"f\", \"ts\": 1002, \"pid\": 1, "
+                                 "\"tid\": 4, \"id\": 1, \"bp\": \"e\"}"));
   // The missing worker is a named, empty process.
   EXPECT_THAT(*merged,
               HasSubstr("{\"name\": \"worker 2 (localhost:3): no trace "
