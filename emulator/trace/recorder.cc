@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "emulator/trace/chrome_json.h"
+#include "proto/event_id.h"
 
 namespace tpu::emulator::trace {
 
@@ -171,6 +172,9 @@ std::string FormatArgs(const Recorder::ThreadBuffer& buffer,
       case Args::Kind::kTrue:
         value = "true";
         break;
+      case Args::Kind::kOperation:
+        value = JsonQuote(::tpu::EventId::FromInt(arg.number).ToString());
+        break;
     }
     AppendMember(&members, absl::StrCat(JsonQuote(arg.key), ": ", value));
   }
@@ -193,6 +197,9 @@ std::string Args::members() const {
         break;
       case Kind::kTrue:
         value = "true";
+        break;
+      case Kind::kOperation:
+        value = JsonQuote(::tpu::EventId::FromInt(arg.number).ToString());
         break;
     }
     AppendMember(&members, absl::StrCat(JsonQuote(arg.key), ": ", value));

@@ -56,7 +56,7 @@ inline int64_t ClientTrack(uint32_t client_id) {
 class Args {
  public:
   static constexpr int kMaxArgs = 4;
-  enum class Kind : uint8_t { kNumber, kString, kTrue };
+  enum class Kind : uint8_t { kNumber, kString, kTrue, kOperation };
   struct Arg {
     const char* key;
     Kind kind;
@@ -78,6 +78,11 @@ class Args {
     return Add(key, std::string_view(value));
   }
   Args& AddTrue(const char* key) { return Push({key, Kind::kTrue, 0, {}}); }
+  // An operation's wire id (proto/event_id.h), written as the string
+  // "operation N (client C)" at export rather than formatted per event.
+  Args& AddOperation(const char* key, int64_t wire_id) {
+    return Push({key, Kind::kOperation, wire_id, {}});
+  }
 
   int size() const { return size_; }
   const Arg& operator[](int i) const { return args_[i]; }

@@ -6,9 +6,8 @@
 // BM_TransferSlice: a transfer's slice as buffer_ops records it (a name with
 // a number, three arguments, begin and end); /0 with the recorder off (the
 // cost tracing off adds to every operation), /1 with it on. Each iteration
-// is one slice; a recording holds 1000 (a round of trace_benchmark) and is
-// restarted outside timing. One recording before timing warms the buffers,
-// as in a worker that has traced before.
+// is one slice, all in one recording; one recording as long before timing
+// warms the buffers, as in a worker that has traced before.
 
 #include <string>
 
@@ -18,7 +17,7 @@
 namespace tpu::emulator::trace {
 namespace {
 
-constexpr int kSlicesPerRecording = 1000;
+constexpr int kSlicesPerRecording = 100000;
 
 void BM_TransferSlice(benchmark::State& state) {
   Recorder recorder(0);
@@ -56,7 +55,7 @@ void BM_TransferSlice(benchmark::State& state) {
     }
   }
 }
-BENCHMARK(BM_TransferSlice)->Arg(0)->Arg(1);
+BENCHMARK(BM_TransferSlice)->Arg(0)->Arg(1)->Iterations(kSlicesPerRecording);
 
 }  // namespace
 }  // namespace tpu::emulator::trace

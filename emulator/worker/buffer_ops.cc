@@ -37,7 +37,7 @@ uint64_t TransferSlice(const OpContext& ctx, const char* kind,
   return recorder->Begin(trace::ClientTrack(ctx.session->client_id()),
                          trace::Name(kind, " ", bytes, " B"), "transfer",
                          trace::Args()
-                             .Add("operation", ctx.Name())
+                             .AddOperation("operation", ctx.wire_id)
                              .Add("direction", direction)
                              .Add("bytes", bytes));
 }
