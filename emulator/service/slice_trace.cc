@@ -1,5 +1,6 @@
 #include "emulator/service/slice_trace.h"
 
+#include <algorithm>
 #include <climits>
 #include <thread>
 #include <utility>
@@ -18,8 +19,13 @@ namespace {
 constexpr absl::Duration kStartDeadline = absl::Seconds(5);
 constexpr absl::Duration kStopDeadline = absl::Seconds(30);
 
-void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) {
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+// At most `timeout` from now, and three quarters of the time the caller
+// still waits: a wedged worker becomes a note before the caller gives up.
+void SetDeadline(grpc::ClientContext& context, absl::Duration timeout,
+                 absl::Time caller_deadline) {
+  const absl::Time now = absl::Now();
+  const absl::Duration left = (caller_deadline - now) * 3 / 4;
+  context.set_deadline(absl::ToChronoTime(now + std::min(timeout, left)));
 }
 
 std::string Describe(const grpc::Status& status) {
@@ -55,11 +61,12 @@ SliceTrace::SliceTrace(std::vector<std::string> addresses, int host_id)
   }
 }
 
-std::vector<std::string> SliceTrace::StartOthers(bool instructions) {
+std::vector<std::string> SliceTrace::StartOthers(bool instructions,
+                                                 absl::Time caller_deadline) {
   std::vector<std::string> notes(addresses_.size());
   ForEachOther(addresses_.size(), host_id_, [&](int h) {
     grpc::ClientContext context;
-    SetDeadline(context, kStartDeadline);
+    SetDeadline(context, kStartDeadline, caller_deadline);
     tpu_emulator::StartTraceRequest request;
     request.set_instructions(instructions);
     request.set_this_worker_only(true);
@@ -78,7 +85,8 @@ std::vector<std::string> SliceTrace::StartOthers(bool instructions) {
 }
 
 absl::StatusOr<std::string> SliceTrace::StopOthersAndMerge(
-    std::string own_json, std::vector<std::string>* notes) {
+    std::string own_json, absl::Time caller_deadline,
+    std::vector<std::string>* notes) {
   std::vector<trace::WorkerTrace> workers(addresses_.size());
   for (size_t h = 0; h < addresses_.size(); ++h) {
     workers[h].host_id = static_cast<int>(h);
@@ -87,7 +95,7 @@ absl::StatusOr<std::string> SliceTrace::StopOthersAndMerge(
   workers[host_id_].json = std::move(own_json);
   ForEachOther(addresses_.size(), host_id_, [&](int h) {
     grpc::ClientContext context;
-    SetDeadline(context, kStopDeadline);
+    SetDeadline(context, kStopDeadline, caller_deadline);
     tpu_emulator::StopTraceRequest request;
     request.set_this_worker_only(true);
     tpu_emulator::StopTraceResponse response;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "proto/control.grpc.pb.h"
 
 namespace tpu::emulator {
@@ -29,12 +30,16 @@ class SliceTrace {
   bool in_slice() const { return addresses_.size() > 1; }
 
   // Starts tracing on every other worker; a note per worker that did not.
-  std::vector<std::string> StartOthers(bool instructions);
+  // `caller_deadline`: when the caller of this worker stops waiting; the
+  // calls to the others end well before it, so the answer reaches it.
+  std::vector<std::string> StartOthers(bool instructions,
+                                       absl::Time caller_deadline);
 
   // Stops tracing on every other worker and returns the slice's trace, with
   // this worker's `own_json`; a note per worker missing from it.
   absl::StatusOr<std::string> StopOthersAndMerge(
-      std::string own_json, std::vector<std::string>* notes);
+      std::string own_json, absl::Time caller_deadline,
+      std::vector<std::string>* notes);
 
  private:
   const std::vector<std::string> addresses_;
