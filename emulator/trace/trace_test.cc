@@ -1,4 +1,7 @@
+#include <map>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +13,7 @@
 #include "emulator/trace/recorder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/event_id.h"
 
 namespace tpu::emulator::trace {
 namespace {
@@ -71,6 +75,59 @@ TEST(RecorderTest, SlicesInstantsFlowsAndOpenSlices) {
   ASSERT_TRUE(recorder.Start(false).ok());
   recorder.End(done);
   EXPECT_TRUE(recorder.Stop()->events.empty());
+}
+
+// Threads record into their own buffers; a slice begun on one thread and
+// ended on another is still one slice; recordings start empty.
+TEST(RecorderTest, ThreadsRecordConcurrentlyAndEndsPairAcrossThreads) {
+  Recorder recorder(0);
+  for (int recording = 0; recording < 3; ++recording) {
+    ASSERT_TRUE(recorder.Start(false).ok());
+    constexpr int kThreads = 4, kSlices = 500;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&recorder, t] {
+        for (int i = 0; i < kSlices; ++i) {
+          ScopedSlice slice(
+              &recorder,
+              recorder.Begin(
+                  CoreTrack(t), Name("op", " #", i), "program",
+                  Args()
+                      .Add("thread", t)
+                      .AddOperation(
+                          "operation",
+                          EventId{3, static_cast<uint64_t>(i)}.AsInt())));
+        }
+      });
+    }
+    const uint64_t handed_over =
+        recorder.Begin(CoreTrack(9), Name("handed over"), "program");
+    std::thread([&] {
+      recorder.End(handed_over, Args().AddTrue("late"));
+    }).join();
+    for (std::thread& thread : threads) thread.join();
+    absl::StatusOr<Trace> trace = recorder.Stop();
+    ASSERT_TRUE(trace.ok());
+    ASSERT_EQ(trace->events.size(), size_t{kThreads * kSlices + 1});
+    std::map<int64_t, int> per_track;
+    for (const Event& event : trace->events) {
+      ++per_track[event.tid];
+      EXPECT_EQ(event.phase, 'X');
+      EXPECT_GE(event.dur_micros, 0);
+      EXPECT_THAT(event.args, Not(HasSubstr("unfinished")));
+      if (event.tid == CoreTrack(9)) {
+        EXPECT_EQ(event.args, "\"late\": true");
+      } else {
+        EXPECT_THAT(event.args,
+                    HasSubstr(absl::StrCat("\"thread\": ", event.tid)));
+        EXPECT_THAT(event.args, HasSubstr("\"operation\": \"operation "));
+        EXPECT_THAT(event.args, HasSubstr(" (client 3)\""));
+        EXPECT_THAT(event.name, HasSubstr("op #"));
+      }
+    }
+    EXPECT_EQ(per_track[CoreTrack(0)], kSlices);
+    EXPECT_EQ(per_track[CoreTrack(3)], kSlices);
+  }
 }
 
 TEST(ChromeJsonTest, OverlappingClientSlicesGoToSeparateLanes) {
