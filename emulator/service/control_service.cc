@@ -1,6 +1,13 @@
 #include "emulator/service/control_service.h"
 
 #include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace tpu::emulator {
 
@@ -55,19 +62,42 @@ grpc::Status ToGrpc(const absl::Status& status) {
                       std::string(status.message()));
 }
 
+// When the caller stops waiting (far away if it set no deadline).
+absl::Time CallerDeadline(const grpc::ServerContext& context) {
+  const auto left = context.deadline() - std::chrono::system_clock::now();
+  if (left > std::chrono::hours(24)) return absl::InfiniteFuture();
+  return absl::Now() + absl::FromChrono(left);
+}
+
 }  // namespace
 
 grpc::Status ControlService::StartTrace(
-    grpc::ServerContext*, const tpu_emulator::StartTraceRequest* request,
-    tpu_emulator::StartTraceResponse*) {
-  return ToGrpc(worker_->StartTrace(request->instructions()));
+    grpc::ServerContext* context,
+    const tpu_emulator::StartTraceRequest* request,
+    tpu_emulator::StartTraceResponse* response) {
+  absl::Status started = worker_->StartTrace(request->instructions());
+  if (!started.ok()) return ToGrpc(started);
+  if (slice_.in_slice() && !request->this_worker_only()) {
+    for (std::string& note : slice_.StartOthers(request->instructions(),
+                                                CallerDeadline(*context))) {
+      response->add_notes(std::move(note));
+    }
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status ControlService::StopTrace(
-    grpc::ServerContext*, const tpu_emulator::StopTraceRequest*,
+    grpc::ServerContext* context, const tpu_emulator::StopTraceRequest* request,
     tpu_emulator::StopTraceResponse* response) {
   absl::StatusOr<std::string> json = worker_->StopTrace();
   if (!json.ok()) return ToGrpc(json.status());
+  if (slice_.in_slice() && !request->this_worker_only()) {
+    std::vector<std::string> notes;
+    json = slice_.StopOthersAndMerge(*std::move(json), CallerDeadline(*context),
+                                     &notes);
+    if (!json.ok()) return ToGrpc(json.status());
+    for (std::string& note : notes) response->add_notes(std::move(note));
+  }
   response->set_trace_json(*std::move(json));
   return grpc::Status::OK;
 }

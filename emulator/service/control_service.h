@@ -7,6 +7,11 @@
 //
 // Thread safety: safe for concurrent use, as gRPC calls it.
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "emulator/service/slice_trace.h"
 #include "emulator/worker/worker.h"
 #include "proto/control.grpc.pb.h"
 
@@ -14,8 +19,13 @@ namespace tpu::emulator {
 
 class ControlService : public tpu_emulator::Control::Service {
  public:
-  // `worker` is not owned and must outlive the service.
-  explicit ControlService(Worker* worker) : worker_(worker) {}
+  // `worker` is not owned and must outlive the service. `slice_addresses`:
+  // host:port of every worker of its pod slice, by host id (empty if not in
+  // a slice); traces then cover the whole slice (slice_trace.h).
+  explicit ControlService(Worker* worker,
+                          std::vector<std::string> slice_addresses = {},
+                          int host_id = 0)
+      : worker_(worker), slice_(std::move(slice_addresses), host_id) {}
 
   grpc::Status GetWaitReport(grpc::ServerContext* context,
                              const tpu_emulator::GetWaitReportRequest* request,
@@ -46,6 +56,7 @@ class ControlService : public tpu_emulator::Control::Service {
 
  private:
   Worker* const worker_;
+  SliceTrace slice_;
 };
 
 }  // namespace tpu::emulator

@@ -71,7 +71,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(
   server->worker_ = *std::move(worker);
   server->service_ = std::make_unique<CloudTpuDriverService>(
       server->worker_.get(), std::move(record_dir));
-  server->control_ = std::make_unique<ControlService>(server->worker_.get());
+  server->control_ = std::make_unique<ControlService>(
+      server->worker_.get(), options.pod_addresses, options.worker.host_id);
   server->peer_ = std::make_unique<PeerService>(
       &server->worker_->collective_hub(), options.worker.host_id);
 

@@ -96,10 +96,11 @@ std::string ToChromeJson(const Trace& trace) {
         absl::StrAppend(&body, ", \"s\": \"t\"");
         break;
       case 's':
-        absl::StrAppend(&body, ", \"id\": ", event.flow_id);
+        absl::StrAppend(&body, ", \"id\": ", SliceFlowId(pid, event.flow_id));
         break;
       case 'f':
-        absl::StrAppend(&body, ", \"id\": ", event.flow_id, ", \"bp\": \"e\"");
+        absl::StrAppend(&body, ", \"id\": ", SliceFlowId(pid, event.flow_id),
+                        ", \"bp\": \"e\"");
         break;
       default:
         break;

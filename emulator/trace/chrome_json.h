@@ -6,6 +6,7 @@
 //
 // Thread safety: stateless functions.
 
+#include <cstdint>
 #include <string>
 
 #include "emulator/trace/recorder.h"
@@ -21,6 +22,13 @@ using ::tpu::wire::JsonQuote;
 // that slices on one track never overlap partially. Metadata events name the
 // process and every track and order cores before clients.
 std::string ToChromeJson(const Trace& trace);
+
+// Flow ids are global in the format: a worker's are offset by its pid so
+// that the traces of a slice's workers merge (merge.h) without collisions,
+// staying below 2^53 for readers that hold numbers as doubles.
+inline uint64_t SliceFlowId(int pid, uint64_t flow_id) {
+  return (static_cast<uint64_t>(pid) << 32) + flow_id;
+}
 
 }  // namespace tpu::emulator::trace
 

@@ -64,20 +64,19 @@ tpu_emulator::GetProfileResponse ProgramProfiles::Get(
 
 void InstructionTimer::Started(const std::string&) {
   started_ = std::chrono::steady_clock::now();
-  if (recorder_ != nullptr) started_micros_ = recorder_->NowMicros();
 }
 
 void InstructionTimer::Finished(const std::string& instruction,
                                 const std::string& opcode, int64_t bytes) {
-  const int64_t nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::steady_clock::now() - started_)
-                            .count();
+  const auto finished = std::chrono::steady_clock::now();
+  const int64_t nanos =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(finished - started_)
+          .count();
   if (recorder_ != nullptr && recorder_->on()) {
-    const int64_t end = recorder_->NowMicros();
-    recorder_->Complete(
-        tid_, instruction, "instruction", started_micros_,
-        end - started_micros_,
-        Args().Add("opcode", opcode).Add("bytes", bytes).members());
+    const int64_t start = recorder_->ToMicros(started_);
+    recorder_->Complete(tid_, Name(instruction), "instruction", start,
+                        recorder_->ToMicros(finished) - start,
+                        Args().Add("opcode", opcode).Add("bytes", bytes));
   }
   if (profile_) samples_.push_back({instruction, opcode, nanos, bytes});
 }

@@ -74,7 +74,6 @@ class InstructionTimer : public interpreter::InstructionObserver {
   const int64_t tid_;
   const bool profile_;
   std::chrono::steady_clock::time_point started_;
-  int64_t started_micros_ = 0;
   std::vector<InstructionSample> samples_;
 };
 

@@ -1,11 +1,19 @@
+#include <map>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "emulator/trace/activity.h"
 #include "emulator/trace/chrome_json.h"
+#include "emulator/trace/merge.h"
 #include "emulator/trace/program_profile.h"
 #include "emulator/trace/recorder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/event_id.h"
 
 namespace tpu::emulator::trace {
 namespace {
@@ -36,7 +44,7 @@ TEST(RecorderTest, SlicesInstantsFlowsAndOpenSlices) {
   EXPECT_TRUE(recorder.instructions());
   uint64_t done = recorder.Begin(1, "P #0", "program",
                                  Args().Add("client", 7).members(), 10);
-  recorder.End(done, Args().Add("status", "OK").members(), 25);
+  recorder.End(done, Args().Add("status", "OK"), 25);
   recorder.Begin(1, "stuck", "collective", "", 30);
   recorder.Flow("waited for", 1, 12, 2, 20);
   absl::StatusOr<Trace> trace = recorder.Stop();
@@ -67,6 +75,59 @@ TEST(RecorderTest, SlicesInstantsFlowsAndOpenSlices) {
   ASSERT_TRUE(recorder.Start(false).ok());
   recorder.End(done);
   EXPECT_TRUE(recorder.Stop()->events.empty());
+}
+
+// Threads record into their own buffers; a slice begun on one thread and
+// ended on another is still one slice; recordings start empty.
+TEST(RecorderTest, ThreadsRecordConcurrentlyAndEndsPairAcrossThreads) {
+  Recorder recorder(0);
+  for (int recording = 0; recording < 3; ++recording) {
+    ASSERT_TRUE(recorder.Start(false).ok());
+    constexpr int kThreads = 4, kSlices = 500;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&recorder, t] {
+        for (int i = 0; i < kSlices; ++i) {
+          ScopedSlice slice(
+              &recorder,
+              recorder.Begin(
+                  CoreTrack(t), Name("op", " #", i), "program",
+                  Args()
+                      .Add("thread", t)
+                      .AddOperation(
+                          "operation",
+                          EventId{3, static_cast<uint64_t>(i)}.AsInt())));
+        }
+      });
+    }
+    const uint64_t handed_over =
+        recorder.Begin(CoreTrack(9), Name("handed over"), "program");
+    std::thread([&] {
+      recorder.End(handed_over, Args().AddTrue("late"));
+    }).join();
+    for (std::thread& thread : threads) thread.join();
+    absl::StatusOr<Trace> trace = recorder.Stop();
+    ASSERT_TRUE(trace.ok());
+    ASSERT_EQ(trace->events.size(), size_t{kThreads * kSlices + 1});
+    std::map<int64_t, int> per_track;
+    for (const Event& event : trace->events) {
+      ++per_track[event.tid];
+      EXPECT_EQ(event.phase, 'X');
+      EXPECT_GE(event.dur_micros, 0);
+      EXPECT_THAT(event.args, Not(HasSubstr("unfinished")));
+      if (event.tid == CoreTrack(9)) {
+        EXPECT_EQ(event.args, "\"late\": true");
+      } else {
+        EXPECT_THAT(event.args,
+                    HasSubstr(absl::StrCat("\"thread\": ", event.tid)));
+        EXPECT_THAT(event.args, HasSubstr("\"operation\": \"operation "));
+        EXPECT_THAT(event.args, HasSubstr(" (client 3)\""));
+        EXPECT_THAT(event.name, HasSubstr("op #"));
+      }
+    }
+    EXPECT_EQ(per_track[CoreTrack(0)], kSlices);
+    EXPECT_EQ(per_track[CoreTrack(3)], kSlices);
+  }
 }
 
 TEST(ChromeJsonTest, OverlappingClientSlicesGoToSeparateLanes) {
@@ -143,6 +204,83 @@ TEST(InstructionTimerTest, RecordsSlicesAndSamples) {
   EXPECT_EQ(trace->events[0].tid, 2);
   EXPECT_EQ(trace->events[0].category, "instruction");
   EXPECT_EQ(trace->events[0].args, "\"opcode\": \"add\", \"bytes\": 48");
+}
+
+// One worker's trace: a program on `core` from ts to ts + 5 and a flow.
+std::string WorkerJson(int host_id, int core, int64_t ts) {
+  Trace trace;
+  trace.pid = host_id;
+  trace.track_names = {{CoreTrack(core), absl::StrCat("core ", core)},
+                       {ClientTrack(1), "client 1"}};
+  trace.events.push_back(
+      {'X', "m #0", "program", CoreTrack(core), ts, 5, "\"launch\": 0", 0});
+  trace.events.push_back({'s', "w", "flow", CoreTrack(core), ts + 1, 0, "", 1});
+  // Host 0's arrow ends on core 4 (host 1's); host 1's stays on its core.
+  trace.events.push_back(
+      {'f', "w", "flow", CoreTrack(host_id == 0 ? 4 : core), ts + 2, 0, "", 1});
+  return ToChromeJson(trace);
+}
+
+TEST(MergeTest, OneProcessPerWorkerWithItsTracksTimesAndFlows) {
+  absl::StatusOr<std::string> merged = MergeChromeTraces(
+      {{0, "localhost:1", WorkerJson(0, 0, 1000), ""},
+       {1, "localhost:2", WorkerJson(1, 4, 2000), ""},
+       {2, "localhost:3", "", "UNAVAILABLE: connection refused"}});
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_TRUE(absl::StartsWith(*merged,
+                               "{\"displayTimeUnit\": \"ms\", "
+                               "\"traceEvents\": [\n"));
+  EXPECT_TRUE(absl::EndsWith(*merged, "}\n]}\n"));
+  // Each worker's program keeps its pid, tid (global core id) and time.
+  EXPECT_THAT(*merged, HasSubstr("{\"name\": \"m #0\", \"cat\": "
+                                 "\"program\", \"ph\": \"X\", \"ts\": 1000, "
+                                 "\"pid\": 0, \"tid\": 0, \"dur\": 5"));
+  EXPECT_THAT(*merged, HasSubstr("{\"name\": \"m #0\", \"cat\": "
+                                 "\"program\", \"ph\": \"X\", \"ts\": 2000, "
+                                 "\"pid\": 1, \"tid\": 4, \"dur\": 5"));
+  // Processes are named after their workers, once each; the workers' own
+  // names are gone.
+  EXPECT_THAT(*merged, HasSubstr("\"pid\": 0, \"tid\": 0, \"args\": "
+                                 "{\"name\": \"worker 0 (localhost:1)\"}"));
+  EXPECT_THAT(*merged, HasSubstr("\"pid\": 1, \"tid\": 0, \"args\": "
+                                 "{\"name\": \"worker 1 (localhost:2)\"}"));
+  EXPECT_THAT(*merged, Not(HasSubstr("tpu_emulator host")));
+  // Track names stay per process.
+  EXPECT_THAT(*merged, HasSubstr("\"pid\": 1, \"tid\": 4, \"args\": "
+                                 "{\"name\": \"core 4\"}"));
+  // The two workers' flow 1 stay two arrows.
+  EXPECT_THAT(*merged, HasSubstr("\"ph\": \"s\", \"ts\": 1001, \"pid\": 0, "
+                                 "\"tid\": 0, \"id\": 1}"));
+  EXPECT_THAT(*merged,
+              HasSubstr(absl::StrCat("\"ph\": \"s\", \"ts\": 2001, \"pid\": 1, "
+                                     "\"tid\": 4, \"id\": ",
+                                     (uint64_t{1} << 32) + 1, "}")));
+  // Worker 0's arrow to core 4 (worker 1's) ends on worker 1's process.
+  EXPECT_THAT(*merged, HasSubstr("\"ph\": \"f\", \"ts\": 1002, \"pid\": 1, "
+                                 "\"tid\": 4, \"id\": 1, \"bp\": \"e\"}"));
+  // The missing worker is a named, empty process.
+  EXPECT_THAT(*merged,
+              HasSubstr("{\"name\": \"worker 2 (localhost:3): no trace "
+                        "(UNAVAILABLE: connection refused)\"}"));
+  // Every line but the first and last is one event.
+  int events = 0;
+  for (absl::string_view line : absl::StrSplit(*merged, '\n')) {
+    if (absl::StartsWith(line, "{\"name\"")) ++events;
+  }
+  // Per worker: 2 process metadata + 2 tracks x 2 metadata + 3 events; the
+  // missing one: 2.
+  EXPECT_EQ(events, 2 * (2 + 4 + 3) + 2);
+}
+
+TEST(MergeTest, RejectsWhatIsNotAWorkersTrace) {
+  EXPECT_EQ(MergeChromeTraces({{0, "a", "{\"traceEvents\": []}", ""}})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // Worker 1's events must carry pid 1.
+  EXPECT_EQ(
+      MergeChromeTraces({{1, "a", WorkerJson(0, 0, 1), ""}}).status().code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -35,12 +35,11 @@ uint64_t TransferSlice(const OpContext& ctx, const char* kind,
   trace::Recorder* const recorder = ctx.worker->recorder;
   if (!recorder->on()) return 0;
   return recorder->Begin(trace::ClientTrack(ctx.session->client_id()),
-                         absl::StrCat(kind, " ", bytes, " B"), "transfer",
+                         trace::Name(kind, " ", bytes, " B"), "transfer",
                          trace::Args()
-                             .Add("operation", ctx.Name())
+                             .AddOperation("operation", ctx.wire_id)
                              .Add("direction", direction)
-                             .Add("bytes", bytes)
-                             .members());
+                             .Add("bytes", bytes));
 }
 
 }  // namespace

@@ -375,19 +375,19 @@ absl::StatusOr<BuiltOp> BuildExecute(
       const uint32_t client_id = ctx.session->client_id();
       const int64_t started = recorder->NowMicros();
       trace::ScopedSlice slice(
-          recorder, recorder->on() ? recorder->Begin(
-                                         trace::CoreTrack(core_id),
-                                         absl::StrCat(compiled->name, " #",
-                                                      (*launch)->number()),
-                                         "program",
-                                         trace::Args()
-                                             .Add("program", compiled->name)
-                                             .Add("launch", (*launch)->number())
-                                             .Add("client", client_id)
-                                             .Add("operation", ctx.Name())
-                                             .members(),
-                                         started)
-                                   : 0);
+          recorder,
+          recorder->on()
+              ? recorder->Begin(
+                    trace::CoreTrack(core_id),
+                    trace::Name(compiled->name, " #", (*launch)->number()),
+                    "program",
+                    trace::Args()
+                        .Add("program", compiled->name)
+                        .Add("launch", (*launch)->number())
+                        .Add("client", client_id)
+                        .AddOperation("operation", ctx.wire_id),
+                    started)
+              : 0);
       const bool profile = ctx.worker->options.profile_programs;
       const bool trace_instructions = recorder->instructions();
       std::optional<trace::InstructionTimer> timer;

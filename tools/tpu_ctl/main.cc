@@ -15,6 +15,7 @@
 // Exit codes: 0 on success, 1 when the worker cannot be reached or answers
 // with an error, 2 for bad usage.
 
+#include <limits.h>
 #include <stdio.h>
 
 #include <string>
@@ -106,8 +107,12 @@ int main(int argc, char** argv) {
   }
   std::string target = absl::GetFlag(FLAGS_target);
   if (absl::StartsWith(target, "grpc://")) target = target.substr(7);
-  auto channel =
-      grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  // A trace of a long run (or of a whole slice) is larger than gRPC's
+  // default 4 MB limit on a received message.
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(INT_MAX);
+  auto channel = grpc::CreateCustomChannel(
+      target, grpc::InsecureChannelCredentials(), channel_args);
   auto stub = tpu_emulator::Control::NewStub(channel);
   const std::string command = args[1];
   if (command == "waits") {

@@ -1,6 +1,7 @@
 // tpu_ctl trace: records a timeline of what the worker's cores and clients
 // did, as Chrome trace-event JSON (Perfetto, chrome://tracing) and, by
-// itself, as an SVG picture.
+// itself, as an SVG picture. Against a worker of a pod slice, it traces
+// every worker of the slice into one trace (a process per worker).
 
 #include <stdio.h>
 
@@ -55,6 +56,9 @@ int Start(tpu_emulator::Control::Stub& stub, const std::string& target) {
   tpu_emulator::StartTraceResponse response;
   grpc::Status status = stub.StartTrace(&context, request, &response);
   if (!status.ok()) return CallFailed(target, "StartTrace", status);
+  for (const std::string& note : response.notes()) {
+    fprintf(stderr, "tpu_ctl: %s\n", note.c_str());
+  }
   printf("tracing %s; `tpu_ctl trace stop --out=FILE` writes the trace\n",
          target.c_str());
   return 0;
@@ -71,6 +75,10 @@ int Stop(tpu_emulator::Control::Stub& stub, const std::string& target) {
   grpc::Status status =
       stub.StopTrace(&context, tpu_emulator::StopTraceRequest(), &response);
   if (!status.ok()) return CallFailed(target, "StopTrace", status);
+  // Workers of the slice that are missing from the trace.
+  for (const std::string& note : response.notes()) {
+    fprintf(stderr, "tpu_ctl: %s\n", note.c_str());
+  }
   if (!WriteFile(out, response.trace_json())) return 1;
   printf("wrote %s (%zu bytes); open it in https://ui.perfetto.dev\n",
          out.c_str(), response.trace_json().size());
