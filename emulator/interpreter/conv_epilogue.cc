@@ -1,5 +1,6 @@
 #include "emulator/interpreter/conv_epilogue.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -336,7 +337,32 @@ void Apply(const Eigen::ThreadPoolDevice* device, const ConvEpilogue& e,
               });
 }
 
+template <typename T>
+void ApplyRows(const ConvEpilogue& e, int64_t features, int64_t rows,
+               const float* in, const float* bias, T* out) {
+  float value[256];
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t f0 = 0; f0 < features; f0 += 256) {
+      const int64_t n = std::min<int64_t>(256, features - f0);
+      Stage<T>(e, in + r * features + f0, bias == nullptr ? nullptr : bias + f0,
+               n, value);
+      T* dst = out + r * features + f0;
+      for (int64_t f = 0; f < n; ++f) dst[f] = Store<T>(value[f]);
+    }
+  }
+}
+
 }  // namespace
+
+void ApplyConvEpilogueRows(const ConvEpilogue& e, int64_t features,
+                           int64_t rows, const float* in, const float* bias,
+                           void* out) {
+  if (e.type == xla::BF16) {
+    ApplyRows<bf16>(e, features, rows, in, bias, static_cast<bf16*>(out));
+  } else {
+    ApplyRows<float>(e, features, rows, in, bias, static_cast<float*>(out));
+  }
+}
 
 void ApplyConvEpilogue(const Eigen::ThreadPoolDevice* device,
                        const ConvEpilogue& e, const std::vector<int64_t>& dims,

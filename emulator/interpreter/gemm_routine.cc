@@ -138,6 +138,29 @@ void GemmRoutine::Run(const Eigen::ThreadPoolDevice* device, const void* a,
   RunOneDnn(device, af->data(), bf->data(), false, out, accumulate);
 }
 
+void GemmRoutine::RunRows(const Eigen::ThreadPoolDevice* device, const void* a,
+                          const void* b, float* out,
+                          const RowsDone& rows_done) const {
+  const GemmShape& s = shape_;
+  if (library_ != GemmLibrary::kOneDnn || s.batch != 1 || s.m < s.n) {
+    Run(device, a, b, out, false);
+    rows_done(0, s.m * s.batch);
+    return;
+  }
+  if (bf16_) {
+    if (AllStayNormal(device, a, s.m * s.k) &&
+        AllStayNormal(device, b, s.k * s.n)) {
+      RunOneDnn(device, a, b, true, out, false, &rows_done);
+      return;
+    }
+    std::shared_ptr<AlignedBuffer> af = Bf16ToF32(device, a, s.m * s.k);
+    std::shared_ptr<AlignedBuffer> bf = Bf16ToF32(device, b, s.k * s.n);
+    RunOneDnn(device, af->data(), bf->data(), false, out, false, &rows_done);
+    return;
+  }
+  RunOneDnn(device, a, b, false, out, false, &rows_done);
+}
+
 void GemmRoutine::RunXsmm(const Eigen::ThreadPoolDevice* device, const float* a,
                           const float* b, float* out, bool accumulate) const {
   const GemmShape& s = shape_;
@@ -152,7 +175,7 @@ void GemmRoutine::RunXsmm(const Eigen::ThreadPoolDevice* device, const float* a,
 
 void GemmRoutine::RunOneDnn(const Eigen::ThreadPoolDevice* device,
                             const void* a, const void* b, bool bf16, float* out,
-                            bool accumulate) const {
+                            bool accumulate, const RowsDone* rows_done) const {
   const GemmShape& s = shape_;
   const int64_t width = bf16 ? 2 : 4;
   const int64_t threads = device == nullptr ? 1 : device->numThreads();
@@ -195,6 +218,8 @@ void GemmRoutine::RunOneDnn(const Eigen::ThreadPoolDevice* device,
                t.ldc = s.n;
                t.accumulate = accumulate;
                run(t);
+               // RunRows calls with batch 1 and row tiles only.
+               if (rows_done != nullptr) (*rows_done)(m0, m1);
              }
            });
 }

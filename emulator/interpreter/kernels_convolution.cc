@@ -12,7 +12,10 @@
 // one thread; tiles run in parallel on the device. A 1x1 unit-stride,
 // unpadded convolution skips im2col and is one threaded GEMM.
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -53,6 +56,14 @@ struct ConvPlan {
   // One input feature per group (depthwise): computed directly, vectorized
   // over features, instead of im2col and a GEMM per group.
   bool depthwise = false;
+  // Two spatial dims and one output feature per input feature (MobileNet's
+  // depthwise convolutions): RunDepthwise2d instead of RunDepthwisePass.
+  bool depthwise_2d = false;
+  // A fused epilogue without pooling runs on each block of output rows as
+  // soon as it is computed (see RowEpilogue): set for the fused kernel where
+  // one pass computes every row in blocks (the direct product, im2col tiles,
+  // RunDepthwise2d).
+  bool epilogue_on_rows = false;
   // bf16 input (and, for the direct product, kernel) read as they are: set
   // for bf16 operands without TPU passes on the direct path when its route
   // takes bf16, and on the depthwise path.
@@ -324,19 +335,156 @@ void RunDepthwisePass(const Eigen::ThreadPoolDevice* device,
       });
 }
 
+// Where finished rows of a fused convolution go when its epilogue runs on
+// them in cache (plan.epilogue_on_rows): the root's result.
+struct RowEpilogue {
+  const ConvEpilogue* epilogue = nullptr;
+  const float* bias = nullptr;  // f32, or null without bias
+  void* out = nullptr;          // of epilogue->type
+  int64_t features = 0;
+
+  // Rows [r0, r0 + m) of the canonical output, computed (unrounded f32) in
+  // `rows`.
+  void Finish(int64_t r0, int64_t m, const float* rows) const {
+    const int64_t size = epilogue->type == xla::BF16 ? 2 : 4;
+    ApplyConvEpilogueRows(*epilogue, features, m, rows, bias,
+                          static_cast<char*>(out) + r0 * features * size);
+  }
+};
+
+inline float Widen(float v) { return v; }
+// Exact, by a shift, so that loops over it vectorize.
+inline float Widen(bf16 v) {
+  const uint32_t bits =
+      static_cast<uint32_t>(Eigen::numext::bit_cast<uint16_t>(v)) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// dst[j] (+)= sum over taps t, in order, of x[xoff[t] + j] * w[woff[t] + j]
+// for j < width (<= 16): one output position's block of features, its sums
+// kept in one register where the CPU has AVX-512 (GCC's loop vectorizer
+// does not keep them there: the loop over taps is the outer one). Each tap
+// is one FMA per element, as the vectorized loops elsewhere compute it.
+template <typename X>
+inline void DepthwiseBlock(const X* x, const float* w, const int64_t* xoff,
+                           const int64_t* woff, int64_t taps, int64_t width,
+                           float* dst, bool accumulate) {
+#if defined(__AVX512F__)
+  if (width == 16) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t t = 0; t < taps; ++t) {
+      __m512 xv;
+      if constexpr (std::is_same_v<X, bf16>) {
+        const __m256i raw =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + xoff[t]));
+        xv = _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+      } else {
+        xv = _mm512_loadu_ps(x + xoff[t]);
+      }
+      acc = _mm512_fmadd_ps(xv, _mm512_loadu_ps(w + woff[t]), acc);
+    }
+    if (accumulate) acc = _mm512_add_ps(_mm512_loadu_ps(dst), acc);
+    _mm512_storeu_ps(dst, acc);
+    return;
+  }
+#endif
+  float acc[16] = {};
+  for (int64_t t = 0; t < taps; ++t) {
+    const X* xp = x + xoff[t];
+    const float* wp = w + woff[t];
+    for (int64_t j = 0; j < width; ++j) {
+      acc[j] = std::fma(Widen(xp[j]), wp[j], acc[j]);
+    }
+  }
+  for (int64_t j = 0; j < width; ++j) {
+    dst[j] = accumulate ? dst[j] + acc[j] : acc[j];
+  }
+}
+
+// RunDepthwisePass for plan.depthwise_2d: each task is one output image row;
+// each output position lists its valid taps once and sums them, in the same
+// row-major order as RunDepthwisePass (so the same values), 16 features at a
+// time in registers instead of a pass over all features per tap. Finished
+// rows go to `sink` if given (then `out` is unused).
+template <typename X>
+void RunDepthwise2d(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
+                    const X* x, const float* w, float* out, bool accumulate,
+                    const RowEpilogue* sink) {
+  const int64_t c_dim = plan.out_features;
+  const int64_t in_w = plan.in_spatial[1];
+  const int64_t kh = plan.kernel_spatial[0], kw = plan.kernel_spatial[1];
+  const int64_t oh = plan.out_spatial[0], ow = plan.out_spatial[1];
+  const std::vector<int64_t>& ty = plan.tables[0];
+  const std::vector<int64_t>& tx = plan.tables[1];
+  const int64_t rows = plan.out_batch * oh;
+  ParallelFor(
+      device, rows, 2.0 * kh * kw * ow * c_dim + 20.0 * ow,
+      [&](int64_t begin, int64_t end) {
+        float* scratch =
+            sink != nullptr ? ThreadScratch<float>(0, ow * c_dim) : nullptr;
+        std::vector<int64_t> xoff(kh * kw), woff(kh * kw);
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t n = r / oh, oy = r % oh;
+          const X* image = x + n * plan.in_spatial_count * c_dim;
+          float* row = sink != nullptr ? scratch : out + r * ow * c_dim;
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            int64_t taps = 0;
+            for (int64_t ky = 0; ky < kh; ++ky) {
+              const int64_t iy = ty[oy * kh + ky];
+              if (iy < 0) continue;
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                const int64_t ix = tx[ox * kw + kx];
+                if (ix < 0) continue;
+                xoff[taps] = (iy * in_w + ix) * c_dim;
+                woff[taps] = (ky * kw + kx) * c_dim;
+                ++taps;
+              }
+            }
+            float* dst = row + ox * c_dim;
+            for (int64_t c0 = 0; c0 < c_dim; c0 += 16) {
+              DepthwiseBlock(image + c0, w + c0, xoff.data(), woff.data(), taps,
+                             std::min<int64_t>(16, c_dim - c0), dst + c0,
+                             accumulate);
+            }
+          }
+          if (sink != nullptr) sink->Finish(r * ow, ow, scratch);
+        }
+      });
+}
+
 // out (canonical [N_out * P, O]) = or += conv(x, w) for prepared operands.
+// With `sink` (plan.epilogue_on_rows), rows go there instead of to `out`.
 template <typename C>
 void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
-                 const C* x, const C* w, C* out, bool accumulate) {
+                 const C* x, const C* w, C* out, bool accumulate,
+                 const RowEpilogue* sink) {
   const int64_t rows = plan.out_batch * plan.out_spatial_count;
   const int64_t cg = plan.group_in_features, og = plan.group_out_features;
   const int64_t kc = plan.kernel_count * cg;
   if (rows == 0 || plan.out_features == 0) return;
   if (plan.direct) {
+    if constexpr (std::is_same_v<C, float>) {
+      if (sink != nullptr) {
+        plan.direct_routine.RunRows(device, x, w, out,
+                                    [&](int64_t m0, int64_t m1) {
+                                      sink->Finish(m0, m1 - m0, out + m0 * og);
+                                    });
+        return;
+      }
+    }
     ConvGemm<C>(device, plan, plan.direct_routine, rows, x, w, out, accumulate);
     return;
   }
   if (plan.depthwise) {
+    if constexpr (std::is_same_v<C, float>) {
+      if (plan.depthwise_2d) {
+        RunDepthwise2d<float>(device, plan, x, w, out, accumulate, sink);
+        return;
+      }
+    }
     RunDepthwisePass<C, C>(device, plan, x, w, out, accumulate);
     return;
   }
@@ -344,7 +492,8 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
   const int64_t tiles = (rows + tile - 1) / tile;
   auto work = [&](int64_t begin, int64_t end) {
     C* patch = ThreadScratch<C>(0, tile * std::max<int64_t>(kc, 1));
-    C* tile_out = ThreadScratch<C>(1, plan.groups > 1 ? tile * og : 0);
+    C* tile_out =
+        ThreadScratch<C>(1, plan.groups > 1 || sink != nullptr ? tile * og : 0);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t g = item / tiles;
       const int64_t r0 = (item % tiles) * tile;
@@ -355,6 +504,13 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
       const GemmRoutine& routine =
           m == tile ? plan.tile_routine : plan.tail_routine;
       if (plan.groups == 1) {
+        if constexpr (std::is_same_v<C, float>) {
+          if (sink != nullptr) {
+            ConvGemm<C>(nullptr, plan, routine, m, patch, wg, tile_out, false);
+            sink->Finish(r0, m, tile_out);
+            continue;
+          }
+        }
         ConvGemm<C>(nullptr, plan, routine, m, patch, wg, out + r0 * og,
                     accumulate);
         continue;
@@ -380,10 +536,11 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
 }
 
 // out (canonical [N_out, P..., O], compute type C) = conv(operands).
+// With `sink` (plan.epilogue_on_rows), rows go there instead of to `out`.
 template <typename C>
 void ComputeCanonical(const Eigen::ThreadPoolDevice* device,
                       const ConvPlan& plan, absl::Span<const Operand> operands,
-                      C* out) {
+                      C* out, const RowEpilogue* sink = nullptr) {
   auto pass = [&](OperandRounding lr, OperandRounding rr, bool accumulate) {
     std::shared_ptr<AlignedBuffer> xs, ws, gs;
     if constexpr (std::is_same_v<C, float>) {
@@ -393,13 +550,24 @@ void ComputeCanonical(const Eigen::ThreadPoolDevice* device,
         if (plan.direct) {
           const bf16* w = PrepareOperand<bf16, bf16>(device, *operands[1].value,
                                                      plan.kernel_perm, rr, ws);
-          plan.direct_routine.Run(device, x, w, out, accumulate);
+          if (sink != nullptr) {
+            plan.direct_routine.RunRows(
+                device, x, w, out, [&](int64_t m0, int64_t m1) {
+                  sink->Finish(m0, m1 - m0, out + m0 * plan.out_features);
+                });
+          } else {
+            plan.direct_routine.Run(device, x, w, out, accumulate);
+          }
           return;
         }
         const float* wc = PrepareAnyType<float>(device, *operands[1].value,
                                                 plan.kernel_perm, rr, ws);
         const float* w = GroupKernels<float>(device, plan, wc, gs);
-        RunDepthwisePass<float, bf16>(device, plan, x, w, out, accumulate);
+        if (plan.depthwise_2d) {
+          RunDepthwise2d<bf16>(device, plan, x, w, out, accumulate, sink);
+        } else {
+          RunDepthwisePass<float, bf16>(device, plan, x, w, out, accumulate);
+        }
         return;
       }
     }
@@ -408,7 +576,7 @@ void ComputeCanonical(const Eigen::ThreadPoolDevice* device,
     const C* w_canonical =
         PrepareAnyType<C>(device, *operands[1].value, plan.kernel_perm, rr, ws);
     const C* w = GroupKernels<C>(device, plan, w_canonical, gs);
-    RunConvPass<C>(device, plan, x, w, out, accumulate);
+    RunConvPass<C>(device, plan, x, w, out, accumulate, sink);
   };
   if (plan.out_features > 0 &&
       plan.group_in_features * plan.kernel_count == 0) {
@@ -432,6 +600,34 @@ std::unique_ptr<Kernel> MakeFusedConvKernel(ConvPlan plan,
         const Eigen::ThreadPoolDevice* device = context.device();
         Literal result = Literal::Uninitialized(root_shape);
         void* out = result.mutable_untyped_data();
+        const void* bias =
+            operands.size() > 2 ? operands[2].value->untyped_data() : nullptr;
+        if (plan.epilogue_on_rows) {
+          std::vector<float> bias_f32;
+          if (bias != nullptr) {
+            bias_f32.resize(plan.out_features);
+            for (int64_t f = 0; f < plan.out_features; ++f) {
+              bias_f32[f] =
+                  epilogue.type == xla::BF16
+                      ? static_cast<float>(static_cast<const bf16*>(bias)[f])
+                      : static_cast<const float*>(bias)[f];
+            }
+          }
+          RowEpilogue sink{&epilogue, bias ? bias_f32.data() : nullptr, out,
+                           plan.out_features};
+          // The direct product writes every row to memory first (as the
+          // library lays them out); the other paths keep rows in scratch.
+          float* conv = nullptr;
+          std::shared_ptr<AlignedBuffer> storage;
+          if (plan.direct && epilogue.type == xla::F32) {
+            conv = static_cast<float*>(out);
+          } else if (plan.direct) {
+            storage = AlignedBuffer::Allocate(plan.result.element_count() * 4);
+            conv = static_cast<float*>(storage->data());
+          }
+          ComputeCanonical<float>(device, plan, operands, conv, &sink);
+          return result;
+        }
         std::shared_ptr<AlignedBuffer> storage;
         float* conv = static_cast<float*>(out);
         if (!epilogue.pool.empty() || epilogue.type != xla::F32) {
@@ -439,8 +635,6 @@ std::unique_ptr<Kernel> MakeFusedConvKernel(ConvPlan plan,
           conv = static_cast<float*>(storage->data());
         }
         ComputeCanonical<float>(device, plan, operands, conv);
-        const void* bias =
-            operands.size() > 2 ? operands[2].value->untyped_data() : nullptr;
         ApplyConvEpilogue(device, epilogue, plan.canonical_output_dims, conv,
                           bias, out);
         return result;
@@ -718,6 +912,7 @@ absl::StatusOr<ConvPlan> BuildConvPlan(const HloInstruction& instruction,
   plan.direct = trivial_window;
   plan.depthwise =
       !plan.batch_grouped && plan.groups > 1 && plan.group_in_features == 1;
+  plan.depthwise_2d = plan.depthwise && d == 2 && plan.group_out_features == 1;
   plan.tpu_passes =
       TpuPrecisionPasses(compiler.options().tpu_numerics, instruction,
                          lhs.element_type(), rhs.element_type(), rt);
@@ -763,6 +958,11 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileFusedConvolution(
        epilogue->bias->shape().element_count() != plan->out_features)) {
     return Malformed("convolution epilogue does not fit its convolution");
   }
+  // Every row comes from one pass, in blocks: the direct product's row
+  // tiles, im2col tiles of one group, or depthwise rows.
+  plan->epilogue_on_rows = epilogue->pool.empty() && plan->tpu_passes == 0 &&
+                           plan->group_in_features * plan->kernel_count > 0 &&
+                           (plan->groups == 1 || plan->depthwise_2d);
   return MakeFusedConvKernel(*std::move(plan), *std::move(epilogue),
                              root.shape());
 }
