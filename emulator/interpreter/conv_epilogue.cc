@@ -352,7 +352,48 @@ void ApplyRows(const ConvEpilogue& e, int64_t features, int64_t rows,
   }
 }
 
+template <typename T>
+void ApplyPooledRows(const ConvEpilogue& e, int64_t features, int64_t width,
+                     int64_t image_rows, const float* in, const float* bias,
+                     T* out) {
+  const int64_t ph = e.pool[0], pw = e.pool[1];
+  const int64_t out_w = width / pw;
+  float value[256], acc[256];
+  for (int64_t py = 0; py < image_rows / ph; ++py) {
+    for (int64_t px = 0; px < out_w; ++px) {
+      for (int64_t f0 = 0; f0 < features; f0 += 256) {
+        const int64_t n = std::min<int64_t>(256, features - f0);
+        // reduce-window's order: init, then the taps in row-major order.
+        std::fill(acc, acc + n, -std::numeric_limits<float>::infinity());
+        for (int64_t dy = 0; dy < ph; ++dy) {
+          for (int64_t dx = 0; dx < pw; ++dx) {
+            const float* src =
+                in + ((py * ph + dy) * width + px * pw + dx) * features + f0;
+            Stage<T>(e, src, bias == nullptr ? nullptr : bias + f0, n, value);
+            for (int64_t f = 0; f < n; ++f) acc[f] = Max(acc[f], value[f]);
+          }
+        }
+        T* dst = out + (py * out_w + px) * features + f0;
+        for (int64_t f = 0; f < n; ++f) dst[f] = Store<T>(acc[f]);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void ApplyConvEpiloguePooledRows(const ConvEpilogue& e, int64_t features,
+                                 int64_t width, int64_t image_rows,
+                                 const float* in, const float* bias,
+                                 void* out) {
+  if (e.type == xla::BF16) {
+    ApplyPooledRows<bf16>(e, features, width, image_rows, in, bias,
+                          static_cast<bf16*>(out));
+  } else {
+    ApplyPooledRows<float>(e, features, width, image_rows, in, bias,
+                           static_cast<float*>(out));
+  }
+}
 
 void ApplyConvEpilogueRows(const ConvEpilogue& e, int64_t features,
                            int64_t rows, const float* in, const float* bias,

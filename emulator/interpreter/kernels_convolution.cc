@@ -343,12 +343,25 @@ struct RowEpilogue {
   void* out = nullptr;          // of epilogue->type
   int64_t features = 0;
 
+  // With a pool (2-D, plan.epilogue_on_rows): the output width, and the
+  // output height is a multiple of the pool's, so that blocks of rows that
+  // start and end on pool windows (plan.tile) hold whole windows.
+  int64_t width = 0;
+
   // Rows [r0, r0 + m) of the canonical output, computed (unrounded f32) in
   // `rows`.
   void Finish(int64_t r0, int64_t m, const float* rows) const {
     const int64_t size = epilogue->type == xla::BF16 ? 2 : 4;
-    ApplyConvEpilogueRows(*epilogue, features, m, rows, bias,
-                          static_cast<char*>(out) + r0 * features * size);
+    if (epilogue->pool.empty()) {
+      ApplyConvEpilogueRows(*epilogue, features, m, rows, bias,
+                            static_cast<char*>(out) + r0 * features * size);
+      return;
+    }
+    const int64_t pooled_row = r0 / width / epilogue->pool[0];
+    const int64_t pooled_width = width / epilogue->pool[1];
+    ApplyConvEpiloguePooledRows(
+        *epilogue, features, width, m / width, rows, bias,
+        static_cast<char*>(out) + pooled_row * pooled_width * features * size);
   }
 };
 
@@ -614,7 +627,8 @@ std::unique_ptr<Kernel> MakeFusedConvKernel(ConvPlan plan,
             }
           }
           RowEpilogue sink{&epilogue, bias ? bias_f32.data() : nullptr, out,
-                           plan.out_features};
+                           plan.out_features,
+                           plan.spatial_rank == 2 ? plan.out_spatial[1] : 0};
           // The direct product writes every row to memory first (as the
           // library lays them out); the other paths keep rows in scratch.
           float* conv = nullptr;
@@ -963,6 +977,23 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileFusedConvolution(
   plan->epilogue_on_rows = epilogue->pool.empty() && plan->tpu_passes == 0 &&
                            plan->group_in_features * plan->kernel_count > 0 &&
                            (plan->groups == 1 || plan->depthwise_2d);
+  // A 2-D pool over im2col tiles of whole pool windows: tiles of a multiple
+  // of pool-height output rows, in an output whose height the pool divides.
+  if (epilogue->pool.size() == 2 && plan->tpu_passes == 0 &&
+      plan->groups == 1 && !plan->direct && plan->spatial_rank == 2 &&
+      plan->group_in_features * plan->kernel_count > 0 &&
+      plan->out_spatial[0] % epilogue->pool[0] == 0 &&
+      plan->out_spatial[1] >= epilogue->pool[1] && plan->out_features <= 4096) {
+    const int64_t unit = epilogue->pool[0] * plan->out_spatial[1];
+    const int64_t rows = plan->out_batch * plan->out_spatial_count;
+    plan->tile = std::min(rows, std::max(unit, plan->tile / unit * unit));
+    const int64_t kc = plan->kernel_count * plan->group_in_features;
+    const int64_t og = plan->group_out_features;
+    plan->tile_routine = GemmRoutine::Choose({1, plan->tile, og, kc}, false);
+    plan->tail_routine =
+        GemmRoutine::Choose({1, rows % plan->tile, og, kc}, false);
+    plan->epilogue_on_rows = true;
+  }
   return MakeFusedConvKernel(*std::move(plan), *std::move(epilogue),
                              root.shape());
 }
