@@ -259,6 +259,69 @@ void BuildPatches(const ConvPlan& plan, const C* x, int64_t group, int64_t r0,
   }
 }
 
+// Copies `count` elements; the runs of patch rows are often a few
+// elements (3 input features), where a call to memcpy costs more than the
+// copy.
+template <typename C>
+inline void CopyRun(const C* src, int64_t count, C* dst) {
+  if (count >= 32) {
+    std::memcpy(dst, src, count * sizeof(C));
+  } else {
+    for (int64_t i = 0; i < count; ++i) dst[i] = src[i];
+  }
+}
+
+// BuildPatches for two spatial dims and one group: the output position
+// advances incrementally instead of being divided out per row, and each
+// kernel row's taps are one run where the input columns are adjacent.
+template <typename C>
+void BuildPatches2d(const ConvPlan& plan, const C* x, int64_t r0, int64_t r1,
+                    C* patch) {
+  const int64_t cg = plan.in_features;
+  const int64_t kh = plan.kernel_spatial[0], kw = plan.kernel_spatial[1];
+  const int64_t oh = plan.out_spatial[0], ow = plan.out_spatial[1];
+  const int64_t in_w = plan.in_spatial[1];
+  const int64_t kc = kh * kw * cg;
+  const std::vector<int64_t>& ty = plan.tables[0];
+  const std::vector<int64_t>& tx = plan.tables[1];
+  int64_t n = r0 / (oh * ow);
+  int64_t oy = (r0 / ow) % oh, ox = r0 % ow;
+  for (int64_t r = r0; r < r1; ++r) {
+    const C* image = x + n * plan.in_spatial_count * cg;
+    C* row = patch + (r - r0) * kc;
+    const int64_t* cols = tx.data() + ox * kw;
+    bool run = cols[0] >= 0;
+    for (int64_t t = 1; run && t < kw; ++t) run = cols[t] == cols[0] + t;
+    for (int64_t ky = 0; ky < kh; ++ky) {
+      C* dst = row + ky * kw * cg;
+      const int64_t iy = ty[oy * kh + ky];
+      if (iy < 0) {
+        std::fill(dst, dst + kw * cg, C(0));
+        continue;
+      }
+      const C* src = image + iy * in_w * cg;
+      if (run) {
+        CopyRun(src + cols[0] * cg, kw * cg, dst);
+        continue;
+      }
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        if (cols[kx] < 0) {
+          std::fill(dst + kx * cg, dst + (kx + 1) * cg, C(0));
+        } else {
+          CopyRun(src + cols[kx] * cg, cg, dst + kx * cg);
+        }
+      }
+    }
+    if (++ox == ow) {
+      ox = 0;
+      if (++oy == oh) {
+        oy = 0;
+        ++n;
+      }
+    }
+  }
+}
+
 // acc[o] += x[o / og] * w[o] for one tap of a depthwise convolution.
 template <typename C, typename X>
 void AccumulateTap(const X* x, const C* w, int64_t o_dim, int64_t og, C* acc) {
@@ -513,7 +576,11 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
       const int64_t r1 = std::min(rows, r0 + tile);
       const int64_t m = r1 - r0;
       const C* wg = w + g * kc * og;
-      if (kc > 0) BuildPatches(plan, x, g, r0, r1, patch);
+      if (kc > 0 && plan.groups == 1 && plan.spatial_rank == 2) {
+        BuildPatches2d(plan, x, r0, r1, patch);
+      } else if (kc > 0) {
+        BuildPatches(plan, x, g, r0, r1, patch);
+      }
       const GemmRoutine& routine =
           m == tile ? plan.tile_routine : plan.tail_routine;
       if (plan.groups == 1) {
