@@ -234,6 +234,22 @@ inline T Store(float v) {
   }
 }
 
+// The floor and ceiling stages of `e` on n values in place.
+inline void Activate(const ConvEpilogue& e, int64_t n, float* v) {
+  if (e.has_floor) {
+    const float floor = e.floor;
+    if (e.floor_first) {
+      for (int64_t i = 0; i < n; ++i) v[i] = Max(floor, v[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) v[i] = Max(v[i], floor);
+    }
+  }
+  if (e.has_ceiling) {
+    const float ceiling = e.ceiling;
+    for (int64_t i = 0; i < n; ++i) v[i] = Min(v[i], ceiling);
+  }
+}
+
 // dst = the stages of `e` on one row of features of the unrounded
 // convolution output, each rounded to T; loops without branches inside so
 // that they vectorize.
@@ -246,18 +262,7 @@ void Stage(const ConvEpilogue& e, const float* src, const float* bias,
       dst[f] = Round<T>(dst[f] + bias[f]);
     }
   }
-  if (e.has_floor) {
-    const float floor = e.floor;
-    if (e.floor_first) {
-      for (int64_t f = 0; f < features; ++f) dst[f] = Max(floor, dst[f]);
-    } else {
-      for (int64_t f = 0; f < features; ++f) dst[f] = Max(dst[f], floor);
-    }
-  }
-  if (e.has_ceiling) {
-    const float ceiling = e.ceiling;
-    for (int64_t f = 0; f < features; ++f) dst[f] = Min(dst[f], ceiling);
-  }
+  Activate(e, features, dst);
 }
 
 template <typename T>
@@ -340,6 +345,32 @@ void Apply(const Eigen::ThreadPoolDevice* device, const ConvEpilogue& e,
 template <typename T>
 void ApplyRows(const ConvEpilogue& e, int64_t features, int64_t rows,
                const float* in, const float* bias, T* out) {
+  // Several short rows at a time: the elementwise stages run as one loop
+  // over the block (the same operations per element as Stage), only the
+  // bias add per row.
+  constexpr int64_t kBlock = 2048;
+  if (features <= kBlock / 4) {
+    float block[kBlock];
+    const int64_t per = kBlock / features;
+    for (int64_t r0 = 0; r0 < rows; r0 += per) {
+      const int64_t count = std::min(per, rows - r0);
+      const int64_t n = count * features;
+      const float* src = in + r0 * features;
+      for (int64_t i = 0; i < n; ++i) block[i] = Round<T>(src[i]);
+      if (bias != nullptr) {
+        for (int64_t r = 0; r < count; ++r) {
+          float* v = block + r * features;
+          for (int64_t f = 0; f < features; ++f) {
+            v[f] = Round<T>(v[f] + bias[f]);
+          }
+        }
+      }
+      Activate(e, n, block);
+      T* dst = out + r0 * features;
+      for (int64_t i = 0; i < n; ++i) dst[i] = Store<T>(block[i]);
+    }
+    return;
+  }
   float value[256];
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t f0 = 0; f0 < features; f0 += 256) {

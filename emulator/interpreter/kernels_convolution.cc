@@ -439,34 +439,11 @@ inline float Widen(bf16 v) {
 }
 
 // dst[j] (+)= sum over taps t, in order, of x[xoff[t] + j] * w[woff[t] + j]
-// for j < width (<= 16): one output position's block of features, its sums
-// kept in one register where the CPU has AVX-512 (GCC's loop vectorizer
-// does not keep them there: the loop over taps is the outer one). Each tap
-// is one FMA per element, as the vectorized loops elsewhere compute it.
+// for j < width (<= 16): one output position's block of features.
 template <typename X>
 inline void DepthwiseBlock(const X* x, const float* w, const int64_t* xoff,
                            const int64_t* woff, int64_t taps, int64_t width,
                            float* dst, bool accumulate) {
-#if defined(__AVX512F__)
-  if (width == 16) {
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t t = 0; t < taps; ++t) {
-      __m512 xv;
-      if constexpr (std::is_same_v<X, bf16>) {
-        const __m256i raw =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + xoff[t]));
-        xv = _mm512_castsi512_ps(
-            _mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
-      } else {
-        xv = _mm512_loadu_ps(x + xoff[t]);
-      }
-      acc = _mm512_fmadd_ps(xv, _mm512_loadu_ps(w + woff[t]), acc);
-    }
-    if (accumulate) acc = _mm512_add_ps(_mm512_loadu_ps(dst), acc);
-    _mm512_storeu_ps(dst, acc);
-    return;
-  }
-#endif
   float acc[16] = {};
   for (int64_t t = 0; t < taps; ++t) {
     const X* xp = x + xoff[t];
@@ -477,6 +454,67 @@ inline void DepthwiseBlock(const X* x, const float* w, const int64_t* xoff,
   }
   for (int64_t j = 0; j < width; ++j) {
     dst[j] = accumulate ? dst[j] + acc[j] : acc[j];
+  }
+}
+
+#if defined(__AVX512F__)
+// DepthwiseBlock for kBlocks full blocks of 16 features at once, their sums
+// in registers (GCC's loop vectorizer does not keep them there: the loop
+// over taps is the outer one): kBlocks independent FMA chains hide the FMA
+// latency. Each tap is one FMA per element, as in DepthwiseBlock.
+template <int kBlocks, typename X>
+inline void DepthwiseBlocks(const X* x, const float* w, const int64_t* xoff,
+                            const int64_t* woff, int64_t taps, float* dst,
+                            bool accumulate) {
+  __m512 acc[kBlocks];
+  for (int b = 0; b < kBlocks; ++b) acc[b] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < taps; ++t) {
+    const X* xp = x + xoff[t];
+    const float* wp = w + woff[t];
+    for (int b = 0; b < kBlocks; ++b) {
+      __m512 xv;
+      if constexpr (std::is_same_v<X, bf16>) {
+        const __m256i raw =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp + 16 * b));
+        xv = _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+      } else {
+        xv = _mm512_loadu_ps(xp + 16 * b);
+      }
+      acc[b] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(wp + 16 * b), acc[b]);
+    }
+  }
+  for (int b = 0; b < kBlocks; ++b) {
+    if (accumulate) {
+      acc[b] = _mm512_add_ps(_mm512_loadu_ps(dst + 16 * b), acc[b]);
+    }
+    _mm512_storeu_ps(dst + 16 * b, acc[b]);
+  }
+}
+#endif
+
+// One output position of a depthwise convolution: all features.
+template <typename X>
+inline void DepthwisePosition(const X* x, const float* w, const int64_t* xoff,
+                              const int64_t* woff, int64_t taps, int64_t c_dim,
+                              float* dst, bool accumulate) {
+  int64_t c0 = 0;
+#if defined(__AVX512F__)
+  for (; c0 + 64 <= c_dim; c0 += 64) {
+    DepthwiseBlocks<4>(x + c0, w + c0, xoff, woff, taps, dst + c0, accumulate);
+  }
+  if (c0 + 32 <= c_dim) {
+    DepthwiseBlocks<2>(x + c0, w + c0, xoff, woff, taps, dst + c0, accumulate);
+    c0 += 32;
+  }
+  if (c0 + 16 <= c_dim) {
+    DepthwiseBlocks<1>(x + c0, w + c0, xoff, woff, taps, dst + c0, accumulate);
+    c0 += 16;
+  }
+#endif
+  for (; c0 < c_dim; c0 += 16) {
+    DepthwiseBlock(x + c0, w + c0, xoff, woff, taps,
+                   std::min<int64_t>(16, c_dim - c0), dst + c0, accumulate);
   }
 }
 
@@ -496,39 +534,35 @@ void RunDepthwise2d(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
   const std::vector<int64_t>& ty = plan.tables[0];
   const std::vector<int64_t>& tx = plan.tables[1];
   const int64_t rows = plan.out_batch * oh;
-  ParallelFor(
-      device, rows, 2.0 * kh * kw * ow * c_dim + 20.0 * ow,
-      [&](int64_t begin, int64_t end) {
-        float* scratch =
-            sink != nullptr ? ThreadScratch<float>(0, ow * c_dim) : nullptr;
-        std::vector<int64_t> xoff(kh * kw), woff(kh * kw);
-        for (int64_t r = begin; r < end; ++r) {
-          const int64_t n = r / oh, oy = r % oh;
-          const X* image = x + n * plan.in_spatial_count * c_dim;
-          float* row = sink != nullptr ? scratch : out + r * ow * c_dim;
-          for (int64_t ox = 0; ox < ow; ++ox) {
-            int64_t taps = 0;
-            for (int64_t ky = 0; ky < kh; ++ky) {
-              const int64_t iy = ty[oy * kh + ky];
-              if (iy < 0) continue;
-              for (int64_t kx = 0; kx < kw; ++kx) {
-                const int64_t ix = tx[ox * kw + kx];
-                if (ix < 0) continue;
-                xoff[taps] = (iy * in_w + ix) * c_dim;
-                woff[taps] = (ky * kw + kx) * c_dim;
-                ++taps;
-              }
-            }
-            float* dst = row + ox * c_dim;
-            for (int64_t c0 = 0; c0 < c_dim; c0 += 16) {
-              DepthwiseBlock(image + c0, w + c0, xoff.data(), woff.data(), taps,
-                             std::min<int64_t>(16, c_dim - c0), dst + c0,
-                             accumulate);
-            }
-          }
-          if (sink != nullptr) sink->Finish(r * ow, ow, scratch);
-        }
-      });
+  ParallelFor(device, rows, 2.0 * kh * kw * ow * c_dim + 20.0 * ow,
+              [&](int64_t begin, int64_t end) {
+                float* scratch = sink != nullptr
+                                     ? ThreadScratch<float>(0, ow * c_dim)
+                                     : nullptr;
+                std::vector<int64_t> xoff(kh * kw), woff(kh * kw);
+                for (int64_t r = begin; r < end; ++r) {
+                  const int64_t n = r / oh, oy = r % oh;
+                  const X* image = x + n * plan.in_spatial_count * c_dim;
+                  float* row = sink != nullptr ? scratch : out + r * ow * c_dim;
+                  for (int64_t ox = 0; ox < ow; ++ox) {
+                    int64_t taps = 0;
+                    for (int64_t ky = 0; ky < kh; ++ky) {
+                      const int64_t iy = ty[oy * kh + ky];
+                      if (iy < 0) continue;
+                      for (int64_t kx = 0; kx < kw; ++kx) {
+                        const int64_t ix = tx[ox * kw + kx];
+                        if (ix < 0) continue;
+                        xoff[taps] = (iy * in_w + ix) * c_dim;
+                        woff[taps] = (ky * kw + kx) * c_dim;
+                        ++taps;
+                      }
+                    }
+                    DepthwisePosition(image, w, xoff.data(), woff.data(), taps,
+                                      c_dim, row + ox * c_dim, accumulate);
+                  }
+                  if (sink != nullptr) sink->Finish(r * ow, ow, scratch);
+                }
+              });
 }
 
 // out (canonical [N_out * P, O]) = or += conv(x, w) for prepared operands.
