@@ -372,6 +372,7 @@ TEST(ConvEpilogueTest, RowEpiloguesMatchUnfusedAndReference) {
       {2, 11, 9, 5, 3, 3, 24, 2, 0, 1, false},
       {2, 11, 9, 37, 3, 3, 37, 2, 0, 1, true},
       {1, 10, 12, 48, 3, 3, 48, 1, 1, 1, true},
+      {1, 5, 5, 64, 3, 3, 64, 2, 0, 1, false},  // few rows: one product
   };
   for (const Conv2d& s : shapes) {
     for (const char* type : {"f32", "bf16"}) {
@@ -447,7 +448,7 @@ TEST(ConvEpilogueTest, RowEpiloguesMatchUnfusedAndReference) {
         ASSERT_NEAR(got[i], reference[i], bf16 ? 0.1 : 1e-4) << i;
         inside += got[i] > 0.0f && got[i] < 6.0f;
       }
-      EXPECT_GT(inside, static_cast<int>(got.size() / 10));
+      EXPECT_GT(inside, static_cast<int>(got.size() / 20));
     }
   }
 }

@@ -188,6 +188,12 @@ void GemmRoutine::RunOneDnn(const Eigen::ThreadPoolDevice* device,
   tiles = std::min<int64_t>(tiles, std::max<int64_t>(1, extent / 32));
   tiles = std::min<int64_t>(
       tiles, std::max<int64_t>(1, static_cast<int64_t>(flops / kMinTileFlops)));
+  if (rows_done != nullptr) {
+    // Tiles whose output stays in L2 for the consumer.
+    constexpr int64_t kConsumerTileBytes = 256 * 1024;
+    tiles = std::max(tiles, s.m * s.n * 4 / kConsumerTileBytes);
+    tiles = std::min<int64_t>(tiles, std::max<int64_t>(1, extent / 16));
+  }
   int64_t step = (extent + tiles - 1) / tiles;
   step = std::min(extent, (step + 15) / 16 * 16);
   tiles = (extent + step - 1) / step;

@@ -74,6 +74,15 @@ struct ConvPlan {
   // f32 GEMMs: the direct product, a full tile and the last, shorter tile.
   int64_t tile = 1;
   GemmRoutine direct_routine, tile_routine, tail_routine;
+  // Few output rows (the late, small layers of a detector): every patch
+  // row at once and one product threaded over the output features
+  // (whole_routine, f32) instead of a tile per thread.
+  bool whole = false;
+  GemmRoutine whole_routine;
+  // whole_routine takes bf16 patches and kernel as they are (bf16 operands
+  // without TPU passes): the kernel, often the largest operand of these
+  // layers, is then read once at half the size instead of converted.
+  bool whole_bf16 = false;
   xla::PrimitiveType lhs_type = xla::F32, rhs_type = xla::F32;
 };
 
@@ -97,6 +106,13 @@ void PlanGemms(ConvPlan& plan) {
       ((plan.direct && plan.direct_routine.bf16_operands()) || plan.depthwise);
   plan.tile_routine = GemmRoutine::Choose({1, plan.tile, og, kc}, false);
   plan.tail_routine = GemmRoutine::Choose({1, rows % plan.tile, og, kc}, false);
+  plan.whole = plan.groups == 1 && !plan.direct && !plan.depthwise &&
+               rows <= 64 && kc * og >= 64 * 64 && rows * kc <= (1 << 20) &&
+               rows * og <= (1 << 20);
+  if (plan.whole) {
+    plan.whole_routine = GemmRoutine::Choose({1, rows, og, kc}, bf16);
+    plan.whole_bf16 = plan.whole_routine.bf16_operands();
+  }
 }
 
 // A product of the plan: out (m x og) (+)= a (m x kc) * w (kc x og).
@@ -566,6 +582,32 @@ void RunDepthwise2d(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
 }
 
 // out (canonical [N_out * P, O]) = or += conv(x, w) for prepared operands.
+// The pass for plan.whole: X is f32, or bf16 for plan.whole_bf16.
+template <typename X>
+void RunWhole(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
+              const X* x, const X* w, float* out, bool accumulate,
+              const RowEpilogue* sink) {
+  const int64_t rows = plan.out_batch * plan.out_spatial_count;
+  const int64_t kc = plan.kernel_count * plan.group_in_features;
+  const int64_t og = plan.group_out_features;
+  std::shared_ptr<AlignedBuffer> patches =
+      AlignedBuffer::Allocate(rows * kc * sizeof(X));
+  X* a = static_cast<X*>(patches->data());
+  if (plan.spatial_rank == 2) {
+    BuildPatches2d(plan, x, 0, rows, a);
+  } else {
+    BuildPatches(plan, x, 0, 0, rows, a);
+  }
+  std::shared_ptr<AlignedBuffer> scratch;
+  float* dst = out;
+  if (sink != nullptr) {
+    scratch = AlignedBuffer::Allocate(rows * og * sizeof(float));
+    dst = static_cast<float*>(scratch->data());
+  }
+  plan.whole_routine.Run(device, a, w, dst, sink == nullptr && accumulate);
+  if (sink != nullptr) sink->Finish(0, rows, dst);
+}
+
 // With `sink` (plan.epilogue_on_rows), rows go there instead of to `out`.
 template <typename C>
 void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
@@ -597,6 +639,12 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
     }
     RunDepthwisePass<C, C>(device, plan, x, w, out, accumulate);
     return;
+  }
+  if constexpr (std::is_same_v<C, float>) {
+    if (plan.whole) {
+      RunWhole<float>(device, plan, x, w, out, accumulate, sink);
+      return;
+    }
   }
   const int64_t tile = plan.tile;
   const int64_t tiles = (rows + tile - 1) / tile;
@@ -658,6 +706,15 @@ void ComputeCanonical(const Eigen::ThreadPoolDevice* device,
   auto pass = [&](OperandRounding lr, OperandRounding rr, bool accumulate) {
     std::shared_ptr<AlignedBuffer> xs, ws, gs;
     if constexpr (std::is_same_v<C, float>) {
+      if (plan.whole_bf16) {
+        const bf16* x = PrepareOperand<bf16, bf16>(device, *operands[0].value,
+                                                   plan.input_perm, lr, xs);
+        const bf16* wc = PrepareOperand<bf16, bf16>(device, *operands[1].value,
+                                                    plan.kernel_perm, rr, ws);
+        const bf16* w = GroupKernels<bf16>(device, plan, wc, gs);
+        RunWhole<bf16>(device, plan, x, w, out, accumulate, sink);
+        return;
+      }
       if (plan.bf16_input) {
         const bf16* x = PrepareOperand<bf16, bf16>(device, *operands[0].value,
                                                    plan.input_perm, lr, xs);

@@ -473,6 +473,30 @@ TEST(ConvolutionTest, Depthwise2dBlocksAndTail) {
   }
 }
 
+// Few output rows with a large kernel matrix: all patch rows at once and
+// one product threaded over the output features (bf16 operands read as
+// they are), with window reversal and a batch; f32 and bf16.
+TEST(ConvolutionTest, FewRowsOneThreadedProduct) {
+  using bf16 = Eigen::bfloat16;
+  Eigen::ThreadPool pool(2);
+  Eigen::ThreadPoolDevice device(&pool, 2);
+  std::vector<ConvSpec> specs;
+  specs.push_back(
+      Nhwc({1, 5, 5, 64}, {3, 3, 64, 72}, {Win{3, 2, 0, 1}, Win{3, 2, 0, 1}}));
+  specs.push_back(Nhwc({2, 3, 3, 40}, {3, 3, 40, 128},
+                       {Win{3, 2, 1, 1, 1, 1, true}, Win{3, 2, 1, 1}}));
+  for (const ConvSpec& s : specs) {
+    for (const Eigen::ThreadPoolDevice* d :
+         {static_cast<const Eigen::ThreadPoolDevice*>(&device),
+          static_cast<const Eigen::ThreadPoolDevice*>(nullptr)}) {
+      CheckConv<float, float, float>(s, xla::F32, xla::F32, xla::F32, false, d);
+      CheckConv<bf16, bf16, float>(s, xla::BF16, xla::BF16, xla::F32, false, d);
+      CheckConv<bf16, bf16, bf16>(s, xla::BF16, xla::BF16, xla::BF16, false, d);
+      CheckConv<bf16, float, float>(s, xla::BF16, xla::F32, xla::F32, false, d);
+    }
+  }
+}
+
 TEST(ConvolutionTest, S8ResultWraps) {
   // 100 * 2 = 200 wraps to -56 in s8 (as an s32 accumulation truncated).
   ConvSpec s = Nhwc({1, 1, 1}, {1, 1, 1}, {Win{1}});
