@@ -1,5 +1,6 @@
 #include "emulator/interpreter/conv_epilogue.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -233,6 +234,22 @@ inline T Store(float v) {
   }
 }
 
+// The floor and ceiling stages of `e` on n values in place.
+inline void Activate(const ConvEpilogue& e, int64_t n, float* v) {
+  if (e.has_floor) {
+    const float floor = e.floor;
+    if (e.floor_first) {
+      for (int64_t i = 0; i < n; ++i) v[i] = Max(floor, v[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) v[i] = Max(v[i], floor);
+    }
+  }
+  if (e.has_ceiling) {
+    const float ceiling = e.ceiling;
+    for (int64_t i = 0; i < n; ++i) v[i] = Min(v[i], ceiling);
+  }
+}
+
 // dst = the stages of `e` on one row of features of the unrounded
 // convolution output, each rounded to T; loops without branches inside so
 // that they vectorize.
@@ -245,18 +262,7 @@ void Stage(const ConvEpilogue& e, const float* src, const float* bias,
       dst[f] = Round<T>(dst[f] + bias[f]);
     }
   }
-  if (e.has_floor) {
-    const float floor = e.floor;
-    if (e.floor_first) {
-      for (int64_t f = 0; f < features; ++f) dst[f] = Max(floor, dst[f]);
-    } else {
-      for (int64_t f = 0; f < features; ++f) dst[f] = Max(dst[f], floor);
-    }
-  }
-  if (e.has_ceiling) {
-    const float ceiling = e.ceiling;
-    for (int64_t f = 0; f < features; ++f) dst[f] = Min(dst[f], ceiling);
-  }
+  Activate(e, features, dst);
 }
 
 template <typename T>
@@ -336,7 +342,99 @@ void Apply(const Eigen::ThreadPoolDevice* device, const ConvEpilogue& e,
               });
 }
 
+template <typename T>
+void ApplyRows(const ConvEpilogue& e, int64_t features, int64_t rows,
+               const float* in, const float* bias, T* out) {
+  // Several short rows at a time: the elementwise stages run as one loop
+  // over the block (the same operations per element as Stage), only the
+  // bias add per row.
+  constexpr int64_t kBlock = 2048;
+  if (features <= kBlock / 4) {
+    float block[kBlock];
+    const int64_t per = kBlock / features;
+    for (int64_t r0 = 0; r0 < rows; r0 += per) {
+      const int64_t count = std::min(per, rows - r0);
+      const int64_t n = count * features;
+      const float* src = in + r0 * features;
+      for (int64_t i = 0; i < n; ++i) block[i] = Round<T>(src[i]);
+      if (bias != nullptr) {
+        for (int64_t r = 0; r < count; ++r) {
+          float* v = block + r * features;
+          for (int64_t f = 0; f < features; ++f) {
+            v[f] = Round<T>(v[f] + bias[f]);
+          }
+        }
+      }
+      Activate(e, n, block);
+      T* dst = out + r0 * features;
+      for (int64_t i = 0; i < n; ++i) dst[i] = Store<T>(block[i]);
+    }
+    return;
+  }
+  float value[256];
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t f0 = 0; f0 < features; f0 += 256) {
+      const int64_t n = std::min<int64_t>(256, features - f0);
+      Stage<T>(e, in + r * features + f0, bias == nullptr ? nullptr : bias + f0,
+               n, value);
+      T* dst = out + r * features + f0;
+      for (int64_t f = 0; f < n; ++f) dst[f] = Store<T>(value[f]);
+    }
+  }
+}
+
+template <typename T>
+void ApplyPooledRows(const ConvEpilogue& e, int64_t features, int64_t width,
+                     int64_t image_rows, const float* in, const float* bias,
+                     T* out) {
+  const int64_t ph = e.pool[0], pw = e.pool[1];
+  const int64_t out_w = width / pw;
+  float value[256], acc[256];
+  for (int64_t py = 0; py < image_rows / ph; ++py) {
+    for (int64_t px = 0; px < out_w; ++px) {
+      for (int64_t f0 = 0; f0 < features; f0 += 256) {
+        const int64_t n = std::min<int64_t>(256, features - f0);
+        // reduce-window's order: init, then the taps in row-major order.
+        std::fill(acc, acc + n, -std::numeric_limits<float>::infinity());
+        for (int64_t dy = 0; dy < ph; ++dy) {
+          for (int64_t dx = 0; dx < pw; ++dx) {
+            const float* src =
+                in + ((py * ph + dy) * width + px * pw + dx) * features + f0;
+            Stage<T>(e, src, bias == nullptr ? nullptr : bias + f0, n, value);
+            for (int64_t f = 0; f < n; ++f) acc[f] = Max(acc[f], value[f]);
+          }
+        }
+        T* dst = out + (py * out_w + px) * features + f0;
+        for (int64_t f = 0; f < n; ++f) dst[f] = Store<T>(acc[f]);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void ApplyConvEpiloguePooledRows(const ConvEpilogue& e, int64_t features,
+                                 int64_t width, int64_t image_rows,
+                                 const float* in, const float* bias,
+                                 void* out) {
+  if (e.type == xla::BF16) {
+    ApplyPooledRows<bf16>(e, features, width, image_rows, in, bias,
+                          static_cast<bf16*>(out));
+  } else {
+    ApplyPooledRows<float>(e, features, width, image_rows, in, bias,
+                           static_cast<float*>(out));
+  }
+}
+
+void ApplyConvEpilogueRows(const ConvEpilogue& e, int64_t features,
+                           int64_t rows, const float* in, const float* bias,
+                           void* out) {
+  if (e.type == xla::BF16) {
+    ApplyRows<bf16>(e, features, rows, in, bias, static_cast<bf16*>(out));
+  } else {
+    ApplyRows<float>(e, features, rows, in, bias, static_cast<float*>(out));
+  }
+}
 
 void ApplyConvEpilogue(const Eigen::ThreadPoolDevice* device,
                        const ConvEpilogue& e, const std::vector<int64_t>& dims,

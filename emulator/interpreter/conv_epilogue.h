@@ -73,6 +73,25 @@ void ApplyConvEpilogue(const Eigen::ThreadPoolDevice* device,
                        const std::vector<int64_t>& dims, const float* in,
                        const void* bias, void* out);
 
+// The epilogue of `e` (which must have no pool) on `rows` rows of
+// `features` unrounded f32 convolution outputs, on the calling thread, so
+// that a kernel can run it on rows it just computed while they are in
+// cache. `bias` is the bias converted to f32 (exact), or null; `out` (of
+// e.type) receives rows * features elements. Same values as
+// ApplyConvEpilogue.
+void ApplyConvEpilogueRows(const ConvEpilogue& e, int64_t features,
+                           int64_t rows, const float* in, const float* bias,
+                           void* out);
+
+// The same with e's 2-D pool, on a block of whole pool windows: `in` holds
+// image_rows (a multiple of e.pool[0]) rows of `width` positions of
+// `features` unrounded f32 outputs (of one image); `out` receives
+// image_rows / e.pool[0] rows of width / e.pool[1] pooled positions. Same
+// values as ApplyConvEpilogue.
+void ApplyConvEpiloguePooledRows(const ConvEpilogue& e, int64_t features,
+                                 int64_t width, int64_t image_rows,
+                                 const float* in, const float* bias, void* out);
+
 }  // namespace tpu::emulator::interpreter
 
 #endif  // SOFTWARE_TPU_EMULATOR_INTERPRETER_CONV_EPILOGUE_H_

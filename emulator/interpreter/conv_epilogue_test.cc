@@ -320,3 +320,233 @@ ENTRY e {
 
 }  // namespace
 }  // namespace tpu::emulator::interpreter
+
+namespace tpu::emulator::interpreter {
+namespace {
+
+// A 2-D NHWC convolution (kernel HWIO, feature_group_count 1 or C) with
+// bias and relu6, in double.
+struct Conv2d {
+  int64_t n, h, w, c, kh, kw, o, stride, pad_lo, pad_hi;
+  bool depthwise;
+  int64_t oh() const { return (h + pad_lo + pad_hi - kh) / stride + 1; }
+  int64_t ow() const { return (w + pad_lo + pad_hi - kw) / stride + 1; }
+  int64_t ki() const { return depthwise ? 1 : c; }
+};
+
+std::vector<double> Relu6Reference(const Conv2d& s, const std::vector<float>& x,
+                                   const std::vector<float>& k,
+                                   const std::vector<float>& bias,
+                                   double ceiling = 6.0) {
+  std::vector<double> out;
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t y = 0; y < s.oh(); ++y)
+      for (int64_t xo = 0; xo < s.ow(); ++xo)
+        for (int64_t o = 0; o < s.o; ++o) {
+          double sum = 0;
+          for (int64_t dy = 0; dy < s.kh; ++dy)
+            for (int64_t dx = 0; dx < s.kw; ++dx) {
+              const int64_t iy = y * s.stride + dy - s.pad_lo;
+              const int64_t ix = xo * s.stride + dx - s.pad_lo;
+              if (iy < 0 || iy >= s.h || ix < 0 || ix >= s.w) continue;
+              for (int64_t i = 0; i < s.ki(); ++i) {
+                const int64_t c = s.depthwise ? o : i;
+                sum += static_cast<double>(
+                           x[((n * s.h + iy) * s.w + ix) * s.c + c]) *
+                       k[((dy * s.kw + dx) * s.ki() + i) * s.o + o];
+              }
+            }
+          out.push_back(std::min(ceiling, std::max(0.0, sum + bias[o])));
+        }
+  return out;
+}
+
+// Convolution -> bias -> relu6 with the epilogue run on rows in cache: the
+// direct product's oneDNN row tiles (pointwise), im2col tiles (3x3, stride
+// 2) and depthwise rows (blocks of 16 features and a tail), in f32 and
+// bf16. Fused results equal the unfused instructions' bit for bit and the
+// double reference within the element type's rounding.
+TEST(ConvEpilogueTest, RowEpiloguesMatchUnfusedAndReference) {
+  const std::vector<Conv2d> shapes = {
+      {2, 16, 16, 64, 1, 1, 72, 1, 0, 0, false},
+      {2, 11, 9, 5, 3, 3, 24, 2, 0, 1, false},
+      {2, 11, 9, 37, 3, 3, 37, 2, 0, 1, true},
+      {1, 10, 12, 48, 3, 3, 48, 1, 1, 1, true},
+      {1, 5, 5, 64, 3, 3, 64, 2, 0, 1, false},  // few rows: one product
+  };
+  for (const Conv2d& s : shapes) {
+    for (const char* type : {"f32", "bf16"}) {
+      SCOPED_TRACE(absl::StrCat(type, " c=", s.c, " k=", s.kh,
+                                " depthwise=", s.depthwise));
+      const bool bf16 = std::string(type) == "bf16";
+      const std::string in =
+          absl::StrCat(type, "[", s.n, ",", s.h, ",", s.w, ",", s.c, "]");
+      const std::string out =
+          absl::StrCat(type, "[", s.n, ",", s.oh(), ",", s.ow(), ",", s.o, "]");
+      const std::string kernel =
+          absl::StrCat(type, "[", s.kh, ",", s.kw, ",", s.ki(), ",", s.o, "]");
+      const std::string window = absl::StrCat(
+          "window={size=", s.kh, "x", s.kw, " stride=", s.stride, "x", s.stride,
+          " pad=", s.pad_lo, "_", s.pad_hi, "x", s.pad_lo, "_", s.pad_hi,
+          "}, dim_labels=b01f_01io->b01f",
+          s.depthwise ? absl::StrCat(", feature_group_count=", s.c) : "");
+      const std::string body = absl::StrCat(
+          "ENTRY e {\n  x = ", in, " parameter(0)\n  k = ", kernel,
+          " parameter(1)\n  bias = ", type, "[", s.o,
+          "] parameter(2)\n  zero = ", type, "[] constant(0)\n  six = ", type,
+          "[] constant(6)\n  y = ", out, " convolution(x, k), ", window,
+          "\n  bb = ", out, " broadcast(bias), dimensions={3}\n  z = ", out,
+          " add(y, bb)\n  lo = ", out,
+          " broadcast(zero), dimensions={}\n  hi = ", out,
+          " broadcast(six), dimensions={}\n  ROOT r = ", out,
+          " clamp(lo, z, hi)\n}\n");
+      std::vector<float> x = Random(s.n * s.h * s.w * s.c, 7);
+      for (float& v : x) v *= 4;
+      std::vector<float> k = Random(s.kh * s.kw * s.ki() * s.o, 8);
+      std::vector<float> b = Random(s.o, 9);
+      if (bf16) {  // the reference sees the operands the kernel sees
+        for (std::vector<float>* v : {&x, &k, &b}) {
+          for (float& e : *v) e = static_cast<float>(Eigen::bfloat16(e));
+        }
+      }
+      auto literal = [&](const std::vector<float>& v,
+                         std::vector<int64_t> dims) {
+        return bf16 ? Vec<Eigen::bfloat16>(
+                          xla::BF16, dims,
+                          std::vector<Eigen::bfloat16>(v.begin(), v.end()))
+                    : Vec<float>(xla::F32, dims, v);
+      };
+      auto run = [&](const std::string& text, ExecutionStats* stats) {
+        return testing::RunHlo(
+            Module(text),
+            {literal(x, {s.n, s.h, s.w, s.c}),
+             literal(k, {s.kh, s.kw, s.ki(), s.o}), literal(b, {s.o})},
+            {}, Pool(), stats);
+      };
+      ExecutionStats stats;
+      absl::StatusOr<Literal> fused = run(body, &stats);
+      ASSERT_TRUE(fused.ok()) << fused.status();
+      EXPECT_EQ(stats.instructions_executed, 3);  // fused kernel + constants
+      absl::StatusOr<Literal> plain = run(
+          absl::StrReplaceAll(
+              body,
+              {{absl::StrCat("  ROOT r = ", out, " clamp(lo, z, hi)"),
+                absl::StrCat("  r = ", out, " clamp(lo, z, hi)\n  ROOT t = (",
+                             out, ", ", out, ") tuple(r, z)")}}),
+          nullptr);
+      ASSERT_TRUE(plain.ok()) << plain.status();
+      const std::vector<float> want =
+          testing::FloatValues(std::move(*plain).DecomposeTuple()[0]);
+      const std::vector<float> got = testing::FloatValues(*fused);
+      const std::vector<double> reference = Relu6Reference(s, x, k, b);
+      ASSERT_EQ(want.size(), got.size());
+      ASSERT_EQ(reference.size(), got.size());
+      int inside = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(want[i], got[i]) << i;
+        // bf16: the convolution and the sum are each rounded to 8 bits.
+        ASSERT_NEAR(got[i], reference[i], bf16 ? 0.1 : 1e-4) << i;
+        inside += got[i] > 0.0f && got[i] < 6.0f;
+      }
+      EXPECT_GT(inside, static_cast<int>(got.size() / 20));
+    }
+  }
+}
+
+// Convolution -> bias -> relu -> 2x2 max pool with the epilogue on im2col
+// tiles of whole pool windows (output height divisible by the pool; the
+// last, odd column is dropped): bit for bit the unfused instructions, and
+// the double reference.
+TEST(ConvEpilogueTest, PooledTilesMatchUnfusedAndReference) {
+  const std::vector<Conv2d> shapes = {
+      {3, 8, 7, 5, 3, 3, 6, 1, 1, 1, false},
+      {2, 16, 16, 3, 3, 3, 32, 1, 1, 1, false},
+  };
+  for (const Conv2d& s : shapes) {
+    for (const char* type : {"f32", "bf16"}) {
+      SCOPED_TRACE(absl::StrCat(type, " c=", s.c));
+      const bool bf16 = std::string(type) == "bf16";
+      const std::string out =
+          absl::StrCat(type, "[", s.n, ",", s.oh(), ",", s.ow(), ",", s.o, "]");
+      const std::string pooled = absl::StrCat(type, "[", s.n, ",", s.oh() / 2,
+                                              ",", s.ow() / 2, ",", s.o, "]");
+      const std::string body = absl::StrCat(
+          "max_", type, " {\n  a = ", type, "[] parameter(0)\n  b = ", type,
+          "[] parameter(1)\n  ROOT m = ", type, "[] maximum(a, b)\n}\n",
+          "ENTRY e {\n  x = ", type, "[", s.n, ",", s.h, ",", s.w, ",", s.c,
+          "] parameter(0)\n  k = ", type, "[", s.kh, ",", s.kw, ",", s.c, ",",
+          s.o, "] parameter(1)\n  bias = ", type, "[", s.o,
+          "] parameter(2)\n  zero = ", type, "[] constant(0)\n  ninf = ", type,
+          "[] constant(-inf)\n  y = ", out,
+          " convolution(x, k), window={size=3x3 pad=1_1x1_1}, "
+          "dim_labels=b01f_01io->b01f\n  bb = ",
+          out, " broadcast(bias), dimensions={3}\n  z = ", out,
+          " add(y, bb)\n  zeros = ", out,
+          " broadcast(zero), dimensions={}\n  r = ", out,
+          " maximum(z, zeros)\n  ROOT p = ", pooled,
+          " reduce-window(r, ninf), window={size=1x2x2x1 stride=1x2x2x1}, "
+          "to_apply=max_",
+          type, "\n}\n");
+      std::vector<float> x = Random(s.n * s.h * s.w * s.c, 10);
+      std::vector<float> k = Random(s.kh * s.kw * s.c * s.o, 11);
+      std::vector<float> b = Random(s.o, 12);
+      if (bf16) {
+        for (std::vector<float>* v : {&x, &k, &b}) {
+          for (float& e : *v) e = static_cast<float>(Eigen::bfloat16(e));
+        }
+      }
+      auto literal = [&](const std::vector<float>& v,
+                         std::vector<int64_t> dims) {
+        return bf16 ? Vec<Eigen::bfloat16>(
+                          xla::BF16, dims,
+                          std::vector<Eigen::bfloat16>(v.begin(), v.end()))
+                    : Vec<float>(xla::F32, dims, v);
+      };
+      auto run = [&](const std::string& text, ExecutionStats* stats) {
+        return testing::RunHlo(
+            Module(text),
+            {literal(x, {s.n, s.h, s.w, s.c}),
+             literal(k, {s.kh, s.kw, s.c, s.o}), literal(b, {s.o})},
+            {}, Pool(), stats);
+      };
+      ExecutionStats stats;
+      absl::StatusOr<Literal> fused = run(body, &stats);
+      ASSERT_TRUE(fused.ok()) << fused.status();
+      EXPECT_EQ(stats.instructions_executed, 3);  // fused kernel + constants
+      absl::StatusOr<Literal> plain =
+          run(absl::StrReplaceAll(
+                  body, {{absl::StrCat("  ROOT p = ", pooled),
+                          absl::StrCat("  ROOT t = (", pooled, ", ", out,
+                                       ") tuple(p, r)\n  p = ", pooled)}}),
+              nullptr);
+      ASSERT_TRUE(plain.ok()) << plain.status();
+      const std::vector<float> want =
+          testing::FloatValues(std::move(*plain).DecomposeTuple()[0]);
+      const std::vector<float> got = testing::FloatValues(*fused);
+      const std::vector<double> relu =
+          Relu6Reference(s, x, k, b, std::numeric_limits<double>::infinity());
+      ASSERT_EQ(want.size(), got.size());
+      size_t i = 0;
+      for (int64_t n = 0; n < s.n; ++n)
+        for (int64_t py = 0; py < s.oh() / 2; ++py)
+          for (int64_t px = 0; px < s.ow() / 2; ++px)
+            for (int64_t o = 0; o < s.o; ++o, ++i) {
+              double m = -INFINITY;
+              for (int64_t dy = 0; dy < 2; ++dy)
+                for (int64_t dx = 0; dx < 2; ++dx) {
+                  m = std::max(
+                      m,
+                      relu[((n * s.oh() + 2 * py + dy) * s.ow() + 2 * px + dx) *
+                               s.o +
+                           o]);
+                }
+              ASSERT_EQ(want[i], got[i]) << i;
+              ASSERT_NEAR(got[i], m, bf16 ? 0.05 : 1e-5) << i;
+            }
+      EXPECT_EQ(i, got.size());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tpu::emulator::interpreter

@@ -138,6 +138,29 @@ void GemmRoutine::Run(const Eigen::ThreadPoolDevice* device, const void* a,
   RunOneDnn(device, af->data(), bf->data(), false, out, accumulate);
 }
 
+void GemmRoutine::RunRows(const Eigen::ThreadPoolDevice* device, const void* a,
+                          const void* b, float* out,
+                          const RowsDone& rows_done) const {
+  const GemmShape& s = shape_;
+  if (library_ != GemmLibrary::kOneDnn || s.batch != 1 || s.m < s.n) {
+    Run(device, a, b, out, false);
+    rows_done(0, s.m * s.batch);
+    return;
+  }
+  if (bf16_) {
+    if (AllStayNormal(device, a, s.m * s.k) &&
+        AllStayNormal(device, b, s.k * s.n)) {
+      RunOneDnn(device, a, b, true, out, false, &rows_done);
+      return;
+    }
+    std::shared_ptr<AlignedBuffer> af = Bf16ToF32(device, a, s.m * s.k);
+    std::shared_ptr<AlignedBuffer> bf = Bf16ToF32(device, b, s.k * s.n);
+    RunOneDnn(device, af->data(), bf->data(), false, out, false, &rows_done);
+    return;
+  }
+  RunOneDnn(device, a, b, false, out, false, &rows_done);
+}
+
 void GemmRoutine::RunXsmm(const Eigen::ThreadPoolDevice* device, const float* a,
                           const float* b, float* out, bool accumulate) const {
   const GemmShape& s = shape_;
@@ -152,7 +175,7 @@ void GemmRoutine::RunXsmm(const Eigen::ThreadPoolDevice* device, const float* a,
 
 void GemmRoutine::RunOneDnn(const Eigen::ThreadPoolDevice* device,
                             const void* a, const void* b, bool bf16, float* out,
-                            bool accumulate) const {
+                            bool accumulate, const RowsDone* rows_done) const {
   const GemmShape& s = shape_;
   const int64_t width = bf16 ? 2 : 4;
   const int64_t threads = device == nullptr ? 1 : device->numThreads();
@@ -165,6 +188,12 @@ void GemmRoutine::RunOneDnn(const Eigen::ThreadPoolDevice* device,
   tiles = std::min<int64_t>(tiles, std::max<int64_t>(1, extent / 32));
   tiles = std::min<int64_t>(
       tiles, std::max<int64_t>(1, static_cast<int64_t>(flops / kMinTileFlops)));
+  if (rows_done != nullptr) {
+    // Tiles whose output stays in L2 for the consumer.
+    constexpr int64_t kConsumerTileBytes = 256 * 1024;
+    tiles = std::max(tiles, s.m * s.n * 4 / kConsumerTileBytes);
+    tiles = std::min<int64_t>(tiles, std::max<int64_t>(1, extent / 16));
+  }
   int64_t step = (extent + tiles - 1) / tiles;
   step = std::min(extent, (step + 15) / 16 * 16);
   tiles = (extent + step - 1) / step;
@@ -195,6 +224,8 @@ void GemmRoutine::RunOneDnn(const Eigen::ThreadPoolDevice* device,
                t.ldc = s.n;
                t.accumulate = accumulate;
                run(t);
+               // RunRows calls with batch 1 and row tiles only.
+               if (rows_done != nullptr) (*rows_done)(m0, m1);
              }
            });
 }

@@ -25,6 +25,7 @@
 // concurrently.
 
 #include <cstdint>
+#include <functional>
 
 #include "emulator/interpreter/gemm_backends.h"
 
@@ -61,9 +62,20 @@ class GemmRoutine {
   void Run(const Eigen::ThreadPoolDevice* device, const void* a, const void* b,
            float* out, bool accumulate) const;
 
+  // As Run (out = A * B), calling rows_done(m0, m1) once rows [m0, m1) of
+  // out are final, on the thread that computed them where the library's
+  // tiles are blocks of rows, so that a consumer (a convolution's epilogue)
+  // reads them while they are in cache. The calls cover [0, m * batch)
+  // exactly once.
+  void RunRows(const Eigen::ThreadPoolDevice* device, const void* a,
+               const void* b, float* out,
+               const std::function<void(int64_t, int64_t)>& rows_done) const;
+
  private:
+  using RowsDone = std::function<void(int64_t, int64_t)>;
   void RunOneDnn(const Eigen::ThreadPoolDevice* device, const void* a,
-                 const void* b, bool bf16, float* out, bool accumulate) const;
+                 const void* b, bool bf16, float* out, bool accumulate,
+                 const RowsDone* rows_done = nullptr) const;
   void RunXsmm(const Eigen::ThreadPoolDevice* device, const float* a,
                const float* b, float* out, bool accumulate) const;
 

@@ -12,7 +12,10 @@
 // one thread; tiles run in parallel on the device. A 1x1 unit-stride,
 // unpadded convolution skips im2col and is one threaded GEMM.
 
+#include <immintrin.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <optional>
@@ -53,6 +56,14 @@ struct ConvPlan {
   // One input feature per group (depthwise): computed directly, vectorized
   // over features, instead of im2col and a GEMM per group.
   bool depthwise = false;
+  // Two spatial dims and one output feature per input feature (MobileNet's
+  // depthwise convolutions): RunDepthwise2d instead of RunDepthwisePass.
+  bool depthwise_2d = false;
+  // A fused epilogue without pooling runs on each block of output rows as
+  // soon as it is computed (see RowEpilogue): set for the fused kernel where
+  // one pass computes every row in blocks (the direct product, im2col tiles,
+  // RunDepthwise2d).
+  bool epilogue_on_rows = false;
   // bf16 input (and, for the direct product, kernel) read as they are: set
   // for bf16 operands without TPU passes on the direct path when its route
   // takes bf16, and on the depthwise path.
@@ -63,6 +74,15 @@ struct ConvPlan {
   // f32 GEMMs: the direct product, a full tile and the last, shorter tile.
   int64_t tile = 1;
   GemmRoutine direct_routine, tile_routine, tail_routine;
+  // Few output rows (the late, small layers of a detector): every patch
+  // row at once and one product threaded over the output features
+  // (whole_routine, f32) instead of a tile per thread.
+  bool whole = false;
+  GemmRoutine whole_routine;
+  // whole_routine takes bf16 patches and kernel as they are (bf16 operands
+  // without TPU passes): the kernel, often the largest operand of these
+  // layers, is then read once at half the size instead of converted.
+  bool whole_bf16 = false;
   xla::PrimitiveType lhs_type = xla::F32, rhs_type = xla::F32;
 };
 
@@ -86,6 +106,13 @@ void PlanGemms(ConvPlan& plan) {
       ((plan.direct && plan.direct_routine.bf16_operands()) || plan.depthwise);
   plan.tile_routine = GemmRoutine::Choose({1, plan.tile, og, kc}, false);
   plan.tail_routine = GemmRoutine::Choose({1, rows % plan.tile, og, kc}, false);
+  plan.whole = plan.groups == 1 && !plan.direct && !plan.depthwise &&
+               rows <= 64 && kc * og >= 64 * 64 && rows * kc <= (1 << 20) &&
+               rows * og <= (1 << 20);
+  if (plan.whole) {
+    plan.whole_routine = GemmRoutine::Choose({1, rows, og, kc}, bf16);
+    plan.whole_bf16 = plan.whole_routine.bf16_operands();
+  }
 }
 
 // A product of the plan: out (m x og) (+)= a (m x kc) * w (kc x og).
@@ -248,6 +275,69 @@ void BuildPatches(const ConvPlan& plan, const C* x, int64_t group, int64_t r0,
   }
 }
 
+// Copies `count` elements; the runs of patch rows are often a few
+// elements (3 input features), where a call to memcpy costs more than the
+// copy.
+template <typename C>
+inline void CopyRun(const C* src, int64_t count, C* dst) {
+  if (count >= 32) {
+    std::memcpy(dst, src, count * sizeof(C));
+  } else {
+    for (int64_t i = 0; i < count; ++i) dst[i] = src[i];
+  }
+}
+
+// BuildPatches for two spatial dims and one group: the output position
+// advances incrementally instead of being divided out per row, and each
+// kernel row's taps are one run where the input columns are adjacent.
+template <typename C>
+void BuildPatches2d(const ConvPlan& plan, const C* x, int64_t r0, int64_t r1,
+                    C* patch) {
+  const int64_t cg = plan.in_features;
+  const int64_t kh = plan.kernel_spatial[0], kw = plan.kernel_spatial[1];
+  const int64_t oh = plan.out_spatial[0], ow = plan.out_spatial[1];
+  const int64_t in_w = plan.in_spatial[1];
+  const int64_t kc = kh * kw * cg;
+  const std::vector<int64_t>& ty = plan.tables[0];
+  const std::vector<int64_t>& tx = plan.tables[1];
+  int64_t n = r0 / (oh * ow);
+  int64_t oy = (r0 / ow) % oh, ox = r0 % ow;
+  for (int64_t r = r0; r < r1; ++r) {
+    const C* image = x + n * plan.in_spatial_count * cg;
+    C* row = patch + (r - r0) * kc;
+    const int64_t* cols = tx.data() + ox * kw;
+    bool run = cols[0] >= 0;
+    for (int64_t t = 1; run && t < kw; ++t) run = cols[t] == cols[0] + t;
+    for (int64_t ky = 0; ky < kh; ++ky) {
+      C* dst = row + ky * kw * cg;
+      const int64_t iy = ty[oy * kh + ky];
+      if (iy < 0) {
+        std::fill(dst, dst + kw * cg, C(0));
+        continue;
+      }
+      const C* src = image + iy * in_w * cg;
+      if (run) {
+        CopyRun(src + cols[0] * cg, kw * cg, dst);
+        continue;
+      }
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        if (cols[kx] < 0) {
+          std::fill(dst + kx * cg, dst + (kx + 1) * cg, C(0));
+        } else {
+          CopyRun(src + cols[kx] * cg, cg, dst + kx * cg);
+        }
+      }
+    }
+    if (++ox == ow) {
+      ox = 0;
+      if (++oy == oh) {
+        oy = 0;
+        ++n;
+      }
+    }
+  }
+}
+
 // acc[o] += x[o / og] * w[o] for one tap of a depthwise convolution.
 template <typename C, typename X>
 void AccumulateTap(const X* x, const C* w, int64_t o_dim, int64_t og, C* acc) {
@@ -324,37 +414,265 @@ void RunDepthwisePass(const Eigen::ThreadPoolDevice* device,
       });
 }
 
+// Where finished rows of a fused convolution go when its epilogue runs on
+// them in cache (plan.epilogue_on_rows): the root's result.
+struct RowEpilogue {
+  const ConvEpilogue* epilogue = nullptr;
+  const float* bias = nullptr;  // f32, or null without bias
+  void* out = nullptr;          // of epilogue->type
+  int64_t features = 0;
+
+  // With a pool (2-D, plan.epilogue_on_rows): the output width, and the
+  // output height is a multiple of the pool's, so that blocks of rows that
+  // start and end on pool windows (plan.tile) hold whole windows.
+  int64_t width = 0;
+
+  // Rows [r0, r0 + m) of the canonical output, computed (unrounded f32) in
+  // `rows`.
+  void Finish(int64_t r0, int64_t m, const float* rows) const {
+    const int64_t size = epilogue->type == xla::BF16 ? 2 : 4;
+    if (epilogue->pool.empty()) {
+      ApplyConvEpilogueRows(*epilogue, features, m, rows, bias,
+                            static_cast<char*>(out) + r0 * features * size);
+      return;
+    }
+    const int64_t pooled_row = r0 / width / epilogue->pool[0];
+    const int64_t pooled_width = width / epilogue->pool[1];
+    ApplyConvEpiloguePooledRows(
+        *epilogue, features, width, m / width, rows, bias,
+        static_cast<char*>(out) + pooled_row * pooled_width * features * size);
+  }
+};
+
+inline float Widen(float v) { return v; }
+// Exact, by a shift, so that loops over it vectorize.
+inline float Widen(bf16 v) {
+  const uint32_t bits =
+      static_cast<uint32_t>(Eigen::numext::bit_cast<uint16_t>(v)) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// dst[j] (+)= sum over taps t, in order, of x[xoff[t] + j] * w[woff[t] + j]
+// for j < width (<= 16): one output position's block of features.
+template <typename X>
+inline void DepthwiseBlock(const X* x, const float* w, const int64_t* xoff,
+                           const int64_t* woff, int64_t taps, int64_t width,
+                           float* dst, bool accumulate) {
+  float acc[16] = {};
+  for (int64_t t = 0; t < taps; ++t) {
+    const X* xp = x + xoff[t];
+    const float* wp = w + woff[t];
+    for (int64_t j = 0; j < width; ++j) {
+      acc[j] = std::fma(Widen(xp[j]), wp[j], acc[j]);
+    }
+  }
+  for (int64_t j = 0; j < width; ++j) {
+    dst[j] = accumulate ? dst[j] + acc[j] : acc[j];
+  }
+}
+
+#if defined(__AVX512F__)
+// DepthwiseBlock for kBlocks full blocks of 16 features at once, their sums
+// in registers (GCC's loop vectorizer does not keep them there: the loop
+// over taps is the outer one): kBlocks independent FMA chains hide the FMA
+// latency. Each tap is one FMA per element, as in DepthwiseBlock.
+template <int kBlocks, typename X>
+inline void DepthwiseBlocks(const X* x, const float* w, const int64_t* xoff,
+                            const int64_t* woff, int64_t taps, float* dst,
+                            bool accumulate) {
+  __m512 acc[kBlocks];
+  for (int b = 0; b < kBlocks; ++b) acc[b] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < taps; ++t) {
+    const X* xp = x + xoff[t];
+    const float* wp = w + woff[t];
+    for (int b = 0; b < kBlocks; ++b) {
+      __m512 xv;
+      if constexpr (std::is_same_v<X, bf16>) {
+        const __m256i raw =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xp + 16 * b));
+        xv = _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+      } else {
+        xv = _mm512_loadu_ps(xp + 16 * b);
+      }
+      acc[b] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(wp + 16 * b), acc[b]);
+    }
+  }
+  for (int b = 0; b < kBlocks; ++b) {
+    if (accumulate) {
+      acc[b] = _mm512_add_ps(_mm512_loadu_ps(dst + 16 * b), acc[b]);
+    }
+    _mm512_storeu_ps(dst + 16 * b, acc[b]);
+  }
+}
+#endif
+
+// One output position of a depthwise convolution: all features.
+template <typename X>
+inline void DepthwisePosition(const X* x, const float* w, const int64_t* xoff,
+                              const int64_t* woff, int64_t taps, int64_t c_dim,
+                              float* dst, bool accumulate) {
+  int64_t c0 = 0;
+#if defined(__AVX512F__)
+  for (; c0 + 64 <= c_dim; c0 += 64) {
+    DepthwiseBlocks<4>(x + c0, w + c0, xoff, woff, taps, dst + c0, accumulate);
+  }
+  if (c0 + 32 <= c_dim) {
+    DepthwiseBlocks<2>(x + c0, w + c0, xoff, woff, taps, dst + c0, accumulate);
+    c0 += 32;
+  }
+  if (c0 + 16 <= c_dim) {
+    DepthwiseBlocks<1>(x + c0, w + c0, xoff, woff, taps, dst + c0, accumulate);
+    c0 += 16;
+  }
+#endif
+  for (; c0 < c_dim; c0 += 16) {
+    DepthwiseBlock(x + c0, w + c0, xoff, woff, taps,
+                   std::min<int64_t>(16, c_dim - c0), dst + c0, accumulate);
+  }
+}
+
+// RunDepthwisePass for plan.depthwise_2d: each task is one output image row;
+// each output position lists its valid taps once and sums them, in the same
+// row-major order as RunDepthwisePass (so the same values), 16 features at a
+// time in registers instead of a pass over all features per tap. Finished
+// rows go to `sink` if given (then `out` is unused).
+template <typename X>
+void RunDepthwise2d(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
+                    const X* x, const float* w, float* out, bool accumulate,
+                    const RowEpilogue* sink) {
+  const int64_t c_dim = plan.out_features;
+  const int64_t in_w = plan.in_spatial[1];
+  const int64_t kh = plan.kernel_spatial[0], kw = plan.kernel_spatial[1];
+  const int64_t oh = plan.out_spatial[0], ow = plan.out_spatial[1];
+  const std::vector<int64_t>& ty = plan.tables[0];
+  const std::vector<int64_t>& tx = plan.tables[1];
+  const int64_t rows = plan.out_batch * oh;
+  ParallelFor(device, rows, 2.0 * kh * kw * ow * c_dim + 20.0 * ow,
+              [&](int64_t begin, int64_t end) {
+                float* scratch = sink != nullptr
+                                     ? ThreadScratch<float>(0, ow * c_dim)
+                                     : nullptr;
+                std::vector<int64_t> xoff(kh * kw), woff(kh * kw);
+                for (int64_t r = begin; r < end; ++r) {
+                  const int64_t n = r / oh, oy = r % oh;
+                  const X* image = x + n * plan.in_spatial_count * c_dim;
+                  float* row = sink != nullptr ? scratch : out + r * ow * c_dim;
+                  for (int64_t ox = 0; ox < ow; ++ox) {
+                    int64_t taps = 0;
+                    for (int64_t ky = 0; ky < kh; ++ky) {
+                      const int64_t iy = ty[oy * kh + ky];
+                      if (iy < 0) continue;
+                      for (int64_t kx = 0; kx < kw; ++kx) {
+                        const int64_t ix = tx[ox * kw + kx];
+                        if (ix < 0) continue;
+                        xoff[taps] = (iy * in_w + ix) * c_dim;
+                        woff[taps] = (ky * kw + kx) * c_dim;
+                        ++taps;
+                      }
+                    }
+                    DepthwisePosition(image, w, xoff.data(), woff.data(), taps,
+                                      c_dim, row + ox * c_dim, accumulate);
+                  }
+                  if (sink != nullptr) sink->Finish(r * ow, ow, scratch);
+                }
+              });
+}
+
 // out (canonical [N_out * P, O]) = or += conv(x, w) for prepared operands.
+// The pass for plan.whole: X is f32, or bf16 for plan.whole_bf16.
+template <typename X>
+void RunWhole(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
+              const X* x, const X* w, float* out, bool accumulate,
+              const RowEpilogue* sink) {
+  const int64_t rows = plan.out_batch * plan.out_spatial_count;
+  const int64_t kc = plan.kernel_count * plan.group_in_features;
+  const int64_t og = plan.group_out_features;
+  std::shared_ptr<AlignedBuffer> patches =
+      AlignedBuffer::Allocate(rows * kc * sizeof(X));
+  X* a = static_cast<X*>(patches->data());
+  if (plan.spatial_rank == 2) {
+    BuildPatches2d(plan, x, 0, rows, a);
+  } else {
+    BuildPatches(plan, x, 0, 0, rows, a);
+  }
+  std::shared_ptr<AlignedBuffer> scratch;
+  float* dst = out;
+  if (sink != nullptr) {
+    scratch = AlignedBuffer::Allocate(rows * og * sizeof(float));
+    dst = static_cast<float*>(scratch->data());
+  }
+  plan.whole_routine.Run(device, a, w, dst, sink == nullptr && accumulate);
+  if (sink != nullptr) sink->Finish(0, rows, dst);
+}
+
+// With `sink` (plan.epilogue_on_rows), rows go there instead of to `out`.
 template <typename C>
 void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
-                 const C* x, const C* w, C* out, bool accumulate) {
+                 const C* x, const C* w, C* out, bool accumulate,
+                 const RowEpilogue* sink) {
   const int64_t rows = plan.out_batch * plan.out_spatial_count;
   const int64_t cg = plan.group_in_features, og = plan.group_out_features;
   const int64_t kc = plan.kernel_count * cg;
   if (rows == 0 || plan.out_features == 0) return;
   if (plan.direct) {
+    if constexpr (std::is_same_v<C, float>) {
+      if (sink != nullptr) {
+        plan.direct_routine.RunRows(device, x, w, out,
+                                    [&](int64_t m0, int64_t m1) {
+                                      sink->Finish(m0, m1 - m0, out + m0 * og);
+                                    });
+        return;
+      }
+    }
     ConvGemm<C>(device, plan, plan.direct_routine, rows, x, w, out, accumulate);
     return;
   }
   if (plan.depthwise) {
+    if constexpr (std::is_same_v<C, float>) {
+      if (plan.depthwise_2d) {
+        RunDepthwise2d<float>(device, plan, x, w, out, accumulate, sink);
+        return;
+      }
+    }
     RunDepthwisePass<C, C>(device, plan, x, w, out, accumulate);
     return;
+  }
+  if constexpr (std::is_same_v<C, float>) {
+    if (plan.whole) {
+      RunWhole<float>(device, plan, x, w, out, accumulate, sink);
+      return;
+    }
   }
   const int64_t tile = plan.tile;
   const int64_t tiles = (rows + tile - 1) / tile;
   auto work = [&](int64_t begin, int64_t end) {
     C* patch = ThreadScratch<C>(0, tile * std::max<int64_t>(kc, 1));
-    C* tile_out = ThreadScratch<C>(1, plan.groups > 1 ? tile * og : 0);
+    C* tile_out =
+        ThreadScratch<C>(1, plan.groups > 1 || sink != nullptr ? tile * og : 0);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t g = item / tiles;
       const int64_t r0 = (item % tiles) * tile;
       const int64_t r1 = std::min(rows, r0 + tile);
       const int64_t m = r1 - r0;
       const C* wg = w + g * kc * og;
-      if (kc > 0) BuildPatches(plan, x, g, r0, r1, patch);
+      if (kc > 0 && plan.groups == 1 && plan.spatial_rank == 2) {
+        BuildPatches2d(plan, x, r0, r1, patch);
+      } else if (kc > 0) {
+        BuildPatches(plan, x, g, r0, r1, patch);
+      }
       const GemmRoutine& routine =
           m == tile ? plan.tile_routine : plan.tail_routine;
       if (plan.groups == 1) {
+        if constexpr (std::is_same_v<C, float>) {
+          if (sink != nullptr) {
+            ConvGemm<C>(nullptr, plan, routine, m, patch, wg, tile_out, false);
+            sink->Finish(r0, m, tile_out);
+            continue;
+          }
+        }
         ConvGemm<C>(nullptr, plan, routine, m, patch, wg, out + r0 * og,
                     accumulate);
         continue;
@@ -380,26 +698,47 @@ void RunConvPass(const Eigen::ThreadPoolDevice* device, const ConvPlan& plan,
 }
 
 // out (canonical [N_out, P..., O], compute type C) = conv(operands).
+// With `sink` (plan.epilogue_on_rows), rows go there instead of to `out`.
 template <typename C>
 void ComputeCanonical(const Eigen::ThreadPoolDevice* device,
                       const ConvPlan& plan, absl::Span<const Operand> operands,
-                      C* out) {
+                      C* out, const RowEpilogue* sink = nullptr) {
   auto pass = [&](OperandRounding lr, OperandRounding rr, bool accumulate) {
     std::shared_ptr<AlignedBuffer> xs, ws, gs;
     if constexpr (std::is_same_v<C, float>) {
+      if (plan.whole_bf16) {
+        const bf16* x = PrepareOperand<bf16, bf16>(device, *operands[0].value,
+                                                   plan.input_perm, lr, xs);
+        const bf16* wc = PrepareOperand<bf16, bf16>(device, *operands[1].value,
+                                                    plan.kernel_perm, rr, ws);
+        const bf16* w = GroupKernels<bf16>(device, plan, wc, gs);
+        RunWhole<bf16>(device, plan, x, w, out, accumulate, sink);
+        return;
+      }
       if (plan.bf16_input) {
         const bf16* x = PrepareOperand<bf16, bf16>(device, *operands[0].value,
                                                    plan.input_perm, lr, xs);
         if (plan.direct) {
           const bf16* w = PrepareOperand<bf16, bf16>(device, *operands[1].value,
                                                      plan.kernel_perm, rr, ws);
-          plan.direct_routine.Run(device, x, w, out, accumulate);
+          if (sink != nullptr) {
+            plan.direct_routine.RunRows(
+                device, x, w, out, [&](int64_t m0, int64_t m1) {
+                  sink->Finish(m0, m1 - m0, out + m0 * plan.out_features);
+                });
+          } else {
+            plan.direct_routine.Run(device, x, w, out, accumulate);
+          }
           return;
         }
         const float* wc = PrepareAnyType<float>(device, *operands[1].value,
                                                 plan.kernel_perm, rr, ws);
         const float* w = GroupKernels<float>(device, plan, wc, gs);
-        RunDepthwisePass<float, bf16>(device, plan, x, w, out, accumulate);
+        if (plan.depthwise_2d) {
+          RunDepthwise2d<bf16>(device, plan, x, w, out, accumulate, sink);
+        } else {
+          RunDepthwisePass<float, bf16>(device, plan, x, w, out, accumulate);
+        }
         return;
       }
     }
@@ -408,7 +747,7 @@ void ComputeCanonical(const Eigen::ThreadPoolDevice* device,
     const C* w_canonical =
         PrepareAnyType<C>(device, *operands[1].value, plan.kernel_perm, rr, ws);
     const C* w = GroupKernels<C>(device, plan, w_canonical, gs);
-    RunConvPass<C>(device, plan, x, w, out, accumulate);
+    RunConvPass<C>(device, plan, x, w, out, accumulate, sink);
   };
   if (plan.out_features > 0 &&
       plan.group_in_features * plan.kernel_count == 0) {
@@ -432,6 +771,35 @@ std::unique_ptr<Kernel> MakeFusedConvKernel(ConvPlan plan,
         const Eigen::ThreadPoolDevice* device = context.device();
         Literal result = Literal::Uninitialized(root_shape);
         void* out = result.mutable_untyped_data();
+        const void* bias =
+            operands.size() > 2 ? operands[2].value->untyped_data() : nullptr;
+        if (plan.epilogue_on_rows) {
+          std::vector<float> bias_f32;
+          if (bias != nullptr) {
+            bias_f32.resize(plan.out_features);
+            for (int64_t f = 0; f < plan.out_features; ++f) {
+              bias_f32[f] =
+                  epilogue.type == xla::BF16
+                      ? static_cast<float>(static_cast<const bf16*>(bias)[f])
+                      : static_cast<const float*>(bias)[f];
+            }
+          }
+          RowEpilogue sink{&epilogue, bias ? bias_f32.data() : nullptr, out,
+                           plan.out_features,
+                           plan.spatial_rank == 2 ? plan.out_spatial[1] : 0};
+          // The direct product writes every row to memory first (as the
+          // library lays them out); the other paths keep rows in scratch.
+          float* conv = nullptr;
+          std::shared_ptr<AlignedBuffer> storage;
+          if (plan.direct && epilogue.type == xla::F32) {
+            conv = static_cast<float*>(out);
+          } else if (plan.direct) {
+            storage = AlignedBuffer::Allocate(plan.result.element_count() * 4);
+            conv = static_cast<float*>(storage->data());
+          }
+          ComputeCanonical<float>(device, plan, operands, conv, &sink);
+          return result;
+        }
         std::shared_ptr<AlignedBuffer> storage;
         float* conv = static_cast<float*>(out);
         if (!epilogue.pool.empty() || epilogue.type != xla::F32) {
@@ -439,8 +807,6 @@ std::unique_ptr<Kernel> MakeFusedConvKernel(ConvPlan plan,
           conv = static_cast<float*>(storage->data());
         }
         ComputeCanonical<float>(device, plan, operands, conv);
-        const void* bias =
-            operands.size() > 2 ? operands[2].value->untyped_data() : nullptr;
         ApplyConvEpilogue(device, epilogue, plan.canonical_output_dims, conv,
                           bias, out);
         return result;
@@ -718,6 +1084,7 @@ absl::StatusOr<ConvPlan> BuildConvPlan(const HloInstruction& instruction,
   plan.direct = trivial_window;
   plan.depthwise =
       !plan.batch_grouped && plan.groups > 1 && plan.group_in_features == 1;
+  plan.depthwise_2d = plan.depthwise && d == 2 && plan.group_out_features == 1;
   plan.tpu_passes =
       TpuPrecisionPasses(compiler.options().tpu_numerics, instruction,
                          lhs.element_type(), rhs.element_type(), rt);
@@ -762,6 +1129,28 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileFusedConvolution(
       (epilogue->bias != nullptr &&
        epilogue->bias->shape().element_count() != plan->out_features)) {
     return Malformed("convolution epilogue does not fit its convolution");
+  }
+  // Every row comes from one pass, in blocks: the direct product's row
+  // tiles, im2col tiles of one group, or depthwise rows.
+  plan->epilogue_on_rows = epilogue->pool.empty() && plan->tpu_passes == 0 &&
+                           plan->group_in_features * plan->kernel_count > 0 &&
+                           (plan->groups == 1 || plan->depthwise_2d);
+  // A 2-D pool over im2col tiles of whole pool windows: tiles of a multiple
+  // of pool-height output rows, in an output whose height the pool divides.
+  if (epilogue->pool.size() == 2 && plan->tpu_passes == 0 &&
+      plan->groups == 1 && !plan->direct && plan->spatial_rank == 2 &&
+      plan->group_in_features * plan->kernel_count > 0 &&
+      plan->out_spatial[0] % epilogue->pool[0] == 0 &&
+      plan->out_spatial[1] >= epilogue->pool[1] && plan->out_features <= 4096) {
+    const int64_t unit = epilogue->pool[0] * plan->out_spatial[1];
+    const int64_t rows = plan->out_batch * plan->out_spatial_count;
+    plan->tile = std::min(rows, std::max(unit, plan->tile / unit * unit));
+    const int64_t kc = plan->kernel_count * plan->group_in_features;
+    const int64_t og = plan->group_out_features;
+    plan->tile_routine = GemmRoutine::Choose({1, plan->tile, og, kc}, false);
+    plan->tail_routine =
+        GemmRoutine::Choose({1, rows % plan->tile, og, kc}, false);
+    plan->epilogue_on_rows = true;
   }
   return MakeFusedConvKernel(*std::move(plan), *std::move(epilogue),
                              root.shape());

@@ -446,6 +446,57 @@ TEST(ConvolutionTest, Bf16PointwiseAndDepthwise) {
                                &device);
 }
 
+// The 2-D depthwise kernel (one output feature per input feature): blocks
+// of 16 features and a tail, strides, asymmetric and negative padding,
+// window dilation and reversal, batches; f32 and bf16 input, on the pool
+// and on the calling thread.
+TEST(ConvolutionTest, Depthwise2dBlocksAndTail) {
+  using bf16 = Eigen::bfloat16;
+  Eigen::ThreadPool pool(2);
+  Eigen::ThreadPoolDevice device(&pool, 2);
+  std::vector<ConvSpec> specs;
+  specs.push_back(
+      Nhwc({2, 11, 9, 37}, {3, 3, 1, 37}, {Win{3, 2, 0, 1}, Win{3, 1, 1, 1}}));
+  specs.push_back(Nhwc({1, 8, 10, 32}, {3, 2, 1, 32},
+                       {Win{3, 1, 2, -1, 1, 2}, Win{2, 3, 0, 2, 1, 1, true}}));
+  specs.push_back(Nhwc({3, 5, 4, 5}, {3, 3, 1, 5},
+                       {Win{3, 1, 1, 1}, Win{3, 1, 1, 1, 1, 1, true}}));
+  for (ConvSpec& s : specs) {
+    s.fgc = s.lhs_dims[3];
+    for (const Eigen::ThreadPoolDevice* d :
+         {static_cast<const Eigen::ThreadPoolDevice*>(&device),
+          static_cast<const Eigen::ThreadPoolDevice*>(nullptr)}) {
+      CheckConv<float, float, float>(s, xla::F32, xla::F32, xla::F32, false, d);
+      CheckConv<bf16, bf16, float>(s, xla::BF16, xla::BF16, xla::F32, false, d);
+      CheckConv<bf16, bf16, bf16>(s, xla::BF16, xla::BF16, xla::BF16, false, d);
+    }
+  }
+}
+
+// Few output rows with a large kernel matrix: all patch rows at once and
+// one product threaded over the output features (bf16 operands read as
+// they are), with window reversal and a batch; f32 and bf16.
+TEST(ConvolutionTest, FewRowsOneThreadedProduct) {
+  using bf16 = Eigen::bfloat16;
+  Eigen::ThreadPool pool(2);
+  Eigen::ThreadPoolDevice device(&pool, 2);
+  std::vector<ConvSpec> specs;
+  specs.push_back(
+      Nhwc({1, 5, 5, 64}, {3, 3, 64, 72}, {Win{3, 2, 0, 1}, Win{3, 2, 0, 1}}));
+  specs.push_back(Nhwc({2, 3, 3, 40}, {3, 3, 40, 128},
+                       {Win{3, 2, 1, 1, 1, 1, true}, Win{3, 2, 1, 1}}));
+  for (const ConvSpec& s : specs) {
+    for (const Eigen::ThreadPoolDevice* d :
+         {static_cast<const Eigen::ThreadPoolDevice*>(&device),
+          static_cast<const Eigen::ThreadPoolDevice*>(nullptr)}) {
+      CheckConv<float, float, float>(s, xla::F32, xla::F32, xla::F32, false, d);
+      CheckConv<bf16, bf16, float>(s, xla::BF16, xla::BF16, xla::F32, false, d);
+      CheckConv<bf16, bf16, bf16>(s, xla::BF16, xla::BF16, xla::BF16, false, d);
+      CheckConv<bf16, float, float>(s, xla::BF16, xla::F32, xla::F32, false, d);
+    }
+  }
+}
+
 TEST(ConvolutionTest, S8ResultWraps) {
   // 100 * 2 = 200 wraps to -56 in s8 (as an s32 accumulation truncated).
   ConvSpec s = Nhwc({1, 1, 1}, {1, 1, 1}, {Win{1}});

@@ -6,7 +6,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -74,6 +78,77 @@ Literal Filled(std::vector<int64_t> dims) {
   auto p = l.mutable_data<float>();
   for (size_t i = 0; i < p.size(); ++i) p[i] = 0.01f * ((i * 7) % 13) - 0.06f;
   return l;
+}
+
+// With MODEL_PROFILE=1 in the environment, prints where a step's time goes:
+// per top-level instruction, its opcode and shape, the best of a few steps.
+class StepProfile : public InstructionObserver {
+ public:
+  explicit StepProfile(const HloModule& module) {
+    for (const HloInstruction* i : module.entry()->instructions_in_order()) {
+      shapes_[i->name()] = i->shape().ToString();
+    }
+  }
+  void Started(const std::string&) override {
+    start_ = std::chrono::steady_clock::now();
+  }
+  void Finished(const std::string& instruction, const std::string& opcode,
+                int64_t) override {
+    const double us = std::chrono::duration<double, std::micro>(
+                          std::chrono::steady_clock::now() - start_)
+                          .count();
+    Entry& e = entries_[instruction];
+    e.opcode = opcode;
+    e.best_us = e.runs == 0 ? us : std::min(e.best_us, us);
+    ++e.runs;
+  }
+  void Print(const char* title) const {
+    std::vector<std::pair<double, std::string>> rows;
+    double total = 0;
+    for (const auto& [name, e] : entries_) {
+      rows.push_back({e.best_us, name});
+      total += e.best_us;
+    }
+    std::sort(rows.rbegin(), rows.rend());
+    std::fprintf(stderr, "%s: sum of best per-instruction times %.0f us\n",
+                 title, total);
+    for (const auto& [us, name] : rows) {
+      if (us < 0.005 * total) break;
+      auto it = shapes_.find(name);
+      std::fprintf(stderr, "  %8.0f us %5.1f%%  %-16s %-28s %s\n", us,
+                   100 * us / total, entries_.at(name).opcode.c_str(),
+                   name.c_str(), it == shapes_.end() ? "" : it->second.c_str());
+    }
+  }
+
+ private:
+  struct Entry {
+    std::string opcode;
+    double best_us = 0;
+    int runs = 0;
+  };
+  std::chrono::steady_clock::time_point start_;
+  std::map<std::string, Entry> entries_;
+  std::map<std::string, std::string> shapes_;
+};
+
+void MaybeProfile(const char* title, const std::string& text,
+                  const Executable& exe, const std::vector<Literal>& args) {
+  const char* env = std::getenv("MODEL_PROFILE");
+  if (env == nullptr || std::string(env) != "1") return;
+  absl::StatusOr<xla::HloModuleProto> proto = hlo::ParseHloModule(text);
+  if (!proto.ok()) std::abort();
+  absl::StatusOr<std::unique_ptr<HloModule>> module =
+      HloModule::FromProto(*proto);
+  if (!module.ok()) std::abort();
+  StepProfile profile(**module);
+  for (int i = 0; i < 5; ++i) {
+    ExecutionContext context;
+    context.device = bench::Device();
+    context.observer = &profile;
+    if (!exe.Execute(args, context, nullptr).ok()) std::abort();
+  }
+  profile.Print(title);
 }
 
 // Runs `exe` as the benchmark's steps; reports the best step time and the
@@ -182,6 +257,7 @@ void BM_CnnInferenceStep(benchmark::State& state) {
   std::vector<Literal> args = {
       Filled({32, 32, 32, 3}), Filled({3, 3, 3, 32}), Filled({32}),
       Filled({3, 3, 32, 64}),  Filled({64}),          Filled({4096, 10})};
+  MaybeProfile("cnn_step", kCnnStep, *exe, args);
   MeasureSteps(state, *exe, args);
   // conv1 + conv2 + dense, 2 flops per multiply-add.
   const double flops = 2.0 * (32 * 32 * 32) * (27 * 32) +
@@ -248,6 +324,7 @@ void BM_SsdMobilenetStep(benchmark::State& state) {
   if (!proto.ok()) std::abort();
   std::unique_ptr<Executable> exe = bench::MustCompile(text);
   std::vector<Literal> args = {Filled({1, 300, 300, 3})};
+  MaybeProfile("ssd_mobilenet", text, *exe, args);
   MeasureSteps(state, *exe, args);
   ReportVsGemm(state, *exe, args, ProductFlops(*proto));
 }
