@@ -25,6 +25,7 @@
 #include "hlo/literal.h"
 #include "hlo/text/hlo_parser.h"
 #include "tests/e2e/trace_check.h"
+#include "tests/pod/loopback_slice.h"
 #include "tools/lib/ports.h"
 #include "tools/lib/subprocess.h"
 
@@ -74,29 +75,9 @@ class PodTraceE2ETest : public ::testing::Test {
 
   // Two workers of 2 chips x 2 cores, hosts 0 and 1 of one slice.
   void StartSlice() {
-    std::vector<int> ports;
-    for (int h = 0; h < 2; ++h) {
-      auto port = tools::UnusedLoopbackPort();
-      ASSERT_TRUE(port.ok()) << port.status();
-      ports.push_back(*port);
-    }
-    const std::string addresses =
-        absl::StrCat("127.0.0.1:", ports[0], ",127.0.0.1:", ports[1]);
-    for (int h = 0; h < 2; ++h) {
-      std::vector<std::string> argv = {
-          RunfilePath("tools/tpu_emulator/tpu_emulator"),
-          absl::StrCat("--port=", ports[h]),
-          "--chips=2",
-          "--cores_per_chip=2",
-          "--compute_threads=1",
-          "--pod_hosts=2",
-          absl::StrCat("--host_id=", h),
-          absl::StrCat("--pod_addresses=", addresses)};
-      auto worker = ServerProcess::Start(argv, ScratchDir(),
-                                         absl::StrCat(Name(), "_host", h));
-      ASSERT_TRUE(worker.ok()) << worker.status();
-      slice_.push_back(*std::move(worker));
-    }
+    auto slice = tests::StartLoopbackSlice(2, Name());
+    ASSERT_TRUE(slice.ok()) << slice.status();
+    slice_ = *std::move(slice);
   }
 
   // tpu_ctl against worker 0.
