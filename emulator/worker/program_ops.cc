@@ -460,11 +460,12 @@ absl::StatusOr<BuiltOp> BuildExecute(
       }
       ctx.Finish(absl::OkStatus());
     };
-    // Fault rules may delay or hold an execute, which must never happen on
-    // the thread of the client that started it.
+    // Fault rules may delay or hold an execute, and a launch barrier waits
+    // for the assignment's other cores: neither may happen on the thread of
+    // the client that started it.
     WorkQueue* core = ctx.worker->cores[local];
     const bool may_inline =
-        compiled->runs_inline &&
+        compiled->runs_inline && devices->devices.size() == 1 &&
         (ctx.worker->faults == nullptr || ctx.worker->faults->empty());
     if (!may_inline || !core->TryRunInline(run_on_core)) {
       core->Schedule(std::move(run_on_core));
