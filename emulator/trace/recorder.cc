@@ -178,6 +178,20 @@ void FillRawArgs(Recorder::ThreadBuffer& buffer, const std::string& members,
   record.args[0].text = buffer.Copy(members);
 }
 
+// Appends a record with what every named event has. REQUIRES: buffer.mu is
+// held.
+Record& AppendNamed(Recorder::ThreadBuffer& buffer, char phase, int64_t tid,
+                    int64_t ts_micros, const Name& name,
+                    std::string_view category) {
+  Record& record = buffer.Append();
+  record.phase = phase;
+  record.tid = tid;
+  record.ts_micros = ts_micros;
+  FillName(buffer, name, record);
+  record.category = buffer.Copy(category);
+  return record;
+}
+
 void AppendMember(std::string* members, std::string_view member) {
   if (!members->empty()) members->append(", ");
   members->append(member.data(), member.size());
@@ -375,13 +389,8 @@ uint64_t Recorder::Begin(int64_t tid, const Name& name, const char* category,
   const int64_t ts = ts_micros < 0 ? NowMicros() : ts_micros;
   ThreadBuffer& buffer = *LocalBuffer();
   BufferLocker lock(&buffer.mu);
-  Record& record = buffer.Append();
-  record.phase = 'B';
-  record.tid = tid;
-  record.ts_micros = ts;
+  Record& record = AppendNamed(buffer, 'B', tid, ts, name, category);
   record.id = buffer.NextId();
-  FillName(buffer, name, record);
-  record.category = buffer.Copy(category);
   FillArgs(buffer, args, record);
   return record.id;
 }
@@ -404,12 +413,8 @@ void Recorder::Complete(int64_t tid, const Name& name, const char* category,
   if (!on()) return;
   ThreadBuffer& buffer = *LocalBuffer();
   BufferLocker lock(&buffer.mu);
-  Record& record = buffer.Append();
-  record.tid = tid;
-  record.ts_micros = ts_micros;
+  Record& record = AppendNamed(buffer, 'X', tid, ts_micros, name, category);
   record.dur_micros = std::max<int64_t>(0, dur_micros);
-  FillName(buffer, name, record);
-  record.category = buffer.Copy(category);
   FillArgs(buffer, args, record);
 }
 
@@ -419,12 +424,7 @@ void Recorder::Instant(int64_t tid, const Name& name, const char* category,
   const int64_t ts = NowMicros();
   ThreadBuffer& buffer = *LocalBuffer();
   BufferLocker lock(&buffer.mu);
-  Record& record = buffer.Append();
-  record.phase = 'i';
-  record.tid = tid;
-  record.ts_micros = ts;
-  FillName(buffer, name, record);
-  record.category = buffer.Copy(category);
+  Record& record = AppendNamed(buffer, 'i', tid, ts, name, category);
   FillArgs(buffer, args, record);
 }
 
@@ -435,13 +435,10 @@ void Recorder::Flow(const Name& name, int64_t from_tid, int64_t from_ts,
   BufferLocker lock(&buffer.mu);
   const uint64_t id = buffer.NextId();
   for (const bool start : {true, false}) {
-    Record& record = buffer.Append();
-    record.phase = start ? 's' : 'f';
-    record.tid = start ? from_tid : to_tid;
-    record.ts_micros = start ? from_ts : to_ts;
+    Record& record =
+        AppendNamed(buffer, start ? 's' : 'f', start ? from_tid : to_tid,
+                    start ? from_ts : to_ts, name, "flow");
     record.id = id;
-    FillName(buffer, name, record);
-    record.category = buffer.Copy("flow");
   }
 }
 
@@ -452,13 +449,8 @@ uint64_t Recorder::Begin(int64_t tid, const std::string& name,
   const int64_t ts = ts_micros < 0 ? NowMicros() : ts_micros;
   ThreadBuffer& buffer = *LocalBuffer();
   BufferLocker lock(&buffer.mu);
-  Record& record = buffer.Append();
-  record.phase = 'B';
-  record.tid = tid;
-  record.ts_micros = ts;
+  Record& record = AppendNamed(buffer, 'B', tid, ts, Name(name), category);
   record.id = buffer.NextId();
-  FillName(buffer, Name(name), record);
-  record.category = buffer.Copy(category);
   FillRawArgs(buffer, args, record);
   return record.id;
 }
@@ -481,12 +473,9 @@ void Recorder::Complete(int64_t tid, const std::string& name,
   if (!on()) return;
   ThreadBuffer& buffer = *LocalBuffer();
   BufferLocker lock(&buffer.mu);
-  Record& record = buffer.Append();
-  record.tid = tid;
-  record.ts_micros = ts_micros;
+  Record& record =
+      AppendNamed(buffer, 'X', tid, ts_micros, Name(name), category);
   record.dur_micros = std::max<int64_t>(0, dur_micros);
-  FillName(buffer, Name(name), record);
-  record.category = buffer.Copy(category);
   FillRawArgs(buffer, args, record);
 }
 
@@ -496,12 +485,7 @@ void Recorder::Instant(int64_t tid, const std::string& name,
   const int64_t ts = NowMicros();
   ThreadBuffer& buffer = *LocalBuffer();
   BufferLocker lock(&buffer.mu);
-  Record& record = buffer.Append();
-  record.phase = 'i';
-  record.tid = tid;
-  record.ts_micros = ts;
-  FillName(buffer, Name(name), record);
-  record.category = buffer.Copy(category);
+  Record& record = AppendNamed(buffer, 'i', tid, ts, Name(name), category);
   FillRawArgs(buffer, args, record);
 }
 
