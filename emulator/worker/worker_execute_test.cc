@@ -200,6 +200,44 @@ TEST_F(WorkerExecuteTest, DeviceAssignmentDecidesReplicaId) {
   EXPECT_EQ(r6, 0u);
 }
 
+// A cheap program may run on the thread that submits it, but not when the
+// launch barrier makes its launch wait for the assignment's other cores: those
+// are launched by later entries of the same request, on the same thread.
+TEST(WorkerLaunchBarrierTest,
+     CheapProgramsOnSeveralCoresStillMeetAtTheBarrier) {
+  WorkerOptions options;
+  options.hbm_bytes_per_core = 1 << 20;
+  options.compute_threads = 1;
+  options.launch_barrier = true;
+  auto worker = Worker::Create(options);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  auto opened = (*worker)->Open(tpu_driver::OpenRequest());
+  ASSERT_TRUE(opened.ok());
+  const uint32_t client = opened->client_id();
+  auto I = [&](uint64_t op) { return Id(client, op); };
+  TestStream stream(worker->get());
+  const Shape u32 = Shape::Scalar(xla::U32);
+  stream.Send({Compile(I(1), test_programs::ReplicaId(), 1),
+               Load(I(2), 0, I(1)), Load(I(3), 1, I(1)),
+               AllocShape(I(4), 0, u32), AllocShape(I(5), 1, u32)});
+  ASSERT_EQ(stream.Code(I(2)), 0);
+  ASSERT_EQ(stream.Code(I(3)), 0);
+  // One replica on two partitions: core 0 and core 1 launch together.
+  Entry on0 = Execute(I(6), I(2), {}, {I(4)}, 0);
+  Entry on1 = Execute(I(7), I(3), {}, {I(5)}, 1);
+  for (Entry* e : {&on0, &on1}) {
+    auto* da = e->mutable_execute()->mutable_device_assignment();
+    da->Clear();
+    da->set_replica_count(1);
+    da->set_computation_count(2);
+    da->add_computation_devices()->add_replica_device_ids(0);
+    da->add_computation_devices()->add_replica_device_ids(1);
+  }
+  stream.Send({on0, on1});
+  EXPECT_EQ(stream.Code(I(6)), 0) << stream.Await(I(6))->status().message();
+  EXPECT_EQ(stream.Code(I(7)), 0) << stream.Await(I(7))->status().message();
+}
+
 TEST_F(WorkerExecuteTest, CloseCancelsARunningProgram) {
   const Shape s32 = Shape::Scalar(xla::S32);
   stream_->Send({Compile(I(1), test_programs::InfiniteLoop()),
