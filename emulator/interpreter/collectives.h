@@ -41,6 +41,15 @@ struct DeviceAssignment {
   }
 };
 
+// `assignment`, or one replica on one device (device 0) when it is null: a
+// program run without an execute request's device_assignment.
+inline const DeviceAssignment& AssignmentOrSingle(
+    const DeviceAssignment* assignment) {
+  static const DeviceAssignment* const kSingle =
+      new DeviceAssignment{1, 1, {0}};
+  return assignment != nullptr ? *assignment : *kSingle;
+}
+
 struct CollectiveRequest {
   // The instruction's name and opcode ("all-reduce.3", "all-reduce"), and
   // its computation's name: they identify the meeting point within a launch

@@ -78,9 +78,8 @@ class CollectiveKernel : public Kernel {
       KernelContext& context,
       absl::Span<const Operand> operands) const override {
     const ExecutionContext& execution = context.execution();
-    const DeviceAssignment single{1, 1, {0}};
     const DeviceAssignment& assignment =
-        execution.assignment != nullptr ? *execution.assignment : single;
+        AssignmentOrSingle(execution.assignment);
     absl::StatusOr<Participants> participants =
         spec_.kind == Kind::kPermute
             ? AllInMode(spec_.groups.mode, assignment, execution.replica_id,

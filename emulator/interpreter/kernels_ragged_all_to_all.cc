@@ -79,9 +79,8 @@ class RaggedAllToAllKernel : public Kernel {
       KernelContext& context,
       absl::Span<const Operand> operands) const override {
     const ExecutionContext& execution = context.execution();
-    const DeviceAssignment single{1, 1, {0}};
     const DeviceAssignment& assignment =
-        execution.assignment != nullptr ? *execution.assignment : single;
+        AssignmentOrSingle(execution.assignment);
     absl::StatusOr<Participants> participants = ResolveParticipants(
         spec_.groups, assignment, execution.replica_id, execution.partition_id);
     if (!participants.ok()) return participants.status();

@@ -216,9 +216,7 @@ struct Place {
 
 absl::StatusOr<Place> WhereAmI(const DeviceTransfer& transfer,
                                const ExecutionContext& execution) {
-  const DeviceAssignment single{1, 1, {0}};
-  const DeviceAssignment& a =
-      execution.assignment != nullptr ? *execution.assignment : single;
+  const DeviceAssignment& a = AssignmentOrSingle(execution.assignment);
   Place place;
   place.id = transfer.across_partitions ? execution.partition_id
                                         : execution.replica_id;
@@ -228,9 +226,7 @@ absl::StatusOr<Place> WhereAmI(const DeviceTransfer& transfer,
 
 absl::StatusOr<int> DeviceOf(const DeviceTransfer& transfer,
                              const ExecutionContext& execution, int64_t id) {
-  const DeviceAssignment single{1, 1, {0}};
-  const DeviceAssignment& a =
-      execution.assignment != nullptr ? *execution.assignment : single;
+  const DeviceAssignment& a = AssignmentOrSingle(execution.assignment);
   const int count =
       transfer.across_partitions ? a.num_partitions : a.num_replicas;
   if (id < 0 || id >= count) {
@@ -419,9 +415,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileRecvDone(
             " receives from another device but this execution has no way "
             "to reach other devices; run the program on a worker"));
       }
-      const DeviceAssignment single{1, 1, {0}};
-      const DeviceAssignment& a =
-          execution.assignment != nullptr ? *execution.assignment : single;
+      const DeviceAssignment& a = AssignmentOrSingle(execution.assignment);
       TransferRequest request;
       request.computation = computation;
       request.instruction = name;

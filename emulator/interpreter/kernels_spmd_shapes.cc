@@ -252,9 +252,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileShardShapeChange(
           KernelContext& context,
           absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
         const ExecutionContext& execution = context.execution();
-        const DeviceAssignment single{1, 1, {0}};
-        const DeviceAssignment& a =
-            execution.assignment != nullptr ? *execution.assignment : single;
+        const DeviceAssignment& a = AssignmentOrSingle(execution.assignment);
         if (absl::Status s = CheckPartitions(tiling, a.num_partitions, what);
             !s.ok()) {
           return s;
