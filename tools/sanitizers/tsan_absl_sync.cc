@@ -1,0 +1,237 @@
+// ThreadSanitizer and Debian's abseil (--config=tsan only).
+//
+// Debian builds libabsl_synchronization without ThreadSanitizer, so TSan
+// cannot see that absl::Mutex orders the critical sections it protects: the
+// lock word changes inside uninstrumented code, and every field guarded by a
+// Mutex then looks raced. This file interposes the public entry points of
+// Mutex, CondVar, Notification and BlockingCounter (the executable's
+// definitions come before the shared library's, for the library's own calls
+// too) and tells TSan about the happens-before edges each one creates:
+// release before a lock is let go, acquire once it is held again. The real
+// functions still do all the work, found with dlsym(RTLD_NEXT).
+//
+// Linked into every binary of the tsan build by --custom_malloc (.bazelrc);
+// no other build sees it.
+
+#include <dlfcn.h>
+#include <sanitizer/tsan_interface.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+
+namespace {
+
+// The library's definition of `mangled`; aborts if it is missing, which
+// means the abseil version changed and this file must follow it.
+void* Real(const char* mangled) {
+  void* symbol = dlsym(RTLD_NEXT, mangled);
+  if (symbol == nullptr) {
+    std::fprintf(stderr, "tsan_absl_sync: %s not found in abseil\n", mangled);
+    std::abort();
+  }
+  return symbol;
+}
+
+template <typename Function>
+Function RealAs(const char* mangled) {
+  return reinterpret_cast<Function>(Real(mangled));
+}
+
+// Mangled names are spelled out from the inline namespace abseil was built
+// with (Debian: "debian3"), so a version change fails loudly in Real().
+#define TSAN_ABSL_NS "debian3"
+#define MUTEX(name) "_ZN4absl7" TSAN_ABSL_NS "5Mutex" name
+#define CONDVAR(name) "_ZN4absl7" TSAN_ABSL_NS "7CondVar" name
+
+void Acquire(const void* address) {
+  __tsan_acquire(const_cast<void*>(address));
+}
+void Release(const void* address) {
+  __tsan_release(const_cast<void*>(address));
+}
+
+}  // namespace
+
+namespace absl {
+ABSL_NAMESPACE_BEGIN
+
+// --- Mutex: held from acquire to release. ---
+
+void Mutex::Lock() {
+  static auto real = RealAs<void (*)(Mutex*)>(MUTEX("4LockEv"));
+  real(this);
+  Acquire(this);
+}
+
+void Mutex::ReaderLock() {
+  static auto real = RealAs<void (*)(Mutex*)>(MUTEX("10ReaderLockEv"));
+  real(this);
+  Acquire(this);
+}
+
+bool Mutex::TryLock() {
+  static auto real = RealAs<bool (*)(Mutex*)>(MUTEX("7TryLockEv"));
+  const bool locked = real(this);
+  if (locked) Acquire(this);
+  return locked;
+}
+
+bool Mutex::ReaderTryLock() {
+  static auto real = RealAs<bool (*)(Mutex*)>(MUTEX("13ReaderTryLockEv"));
+  const bool locked = real(this);
+  if (locked) Acquire(this);
+  return locked;
+}
+
+void Mutex::Unlock() {
+  static auto real = RealAs<void (*)(Mutex*)>(MUTEX("6UnlockEv"));
+  Release(this);
+  real(this);
+}
+
+void Mutex::ReaderUnlock() {
+  static auto real = RealAs<void (*)(Mutex*)>(MUTEX("12ReaderUnlockEv"));
+  Release(this);
+  real(this);
+}
+
+void Mutex::LockWhen(const Condition& cond) {
+  static auto real = RealAs<void (*)(Mutex*, const Condition&)>(
+      MUTEX("8LockWhenERKNS0_9ConditionE"));
+  real(this, cond);
+  Acquire(this);
+}
+
+void Mutex::ReaderLockWhen(const Condition& cond) {
+  static auto real = RealAs<void (*)(Mutex*, const Condition&)>(
+      MUTEX("14ReaderLockWhenERKNS0_9ConditionE"));
+  real(this, cond);
+  Acquire(this);
+}
+
+bool Mutex::LockWhenWithTimeout(const Condition& cond, absl::Duration timeout) {
+  static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Duration)>(
+      MUTEX("19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE"));
+  const bool met = real(this, cond, timeout);
+  Acquire(this);  // held either way
+  return met;
+}
+
+bool Mutex::LockWhenWithDeadline(const Condition& cond, absl::Time deadline) {
+  static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Time)>(
+      MUTEX("20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE"));
+  const bool met = real(this, cond, deadline);
+  Acquire(this);
+  return met;
+}
+
+// --- Waits that let the mutex go and take it again. ---
+
+void Mutex::Await(const Condition& cond) {
+  static auto real = RealAs<void (*)(Mutex*, const Condition&)>(
+      MUTEX("5AwaitERKNS0_9ConditionE"));
+  Release(this);
+  real(this, cond);
+  Acquire(this);
+}
+
+bool Mutex::AwaitWithTimeout(const Condition& cond, absl::Duration timeout) {
+  static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Duration)>(
+      MUTEX("16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE"));
+  Release(this);
+  const bool met = real(this, cond, timeout);
+  Acquire(this);
+  return met;
+}
+
+bool Mutex::AwaitWithDeadline(const Condition& cond, absl::Time deadline) {
+  static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Time)>(
+      MUTEX("17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE"));
+  Release(this);
+  const bool met = real(this, cond, deadline);
+  Acquire(this);
+  return met;
+}
+
+void CondVar::Wait(Mutex* mu) {
+  static auto real =
+      RealAs<void (*)(CondVar*, Mutex*)>(CONDVAR("4WaitEPNS0_5MutexE"));
+  Release(mu);
+  real(this, mu);
+  Acquire(mu);
+}
+
+bool CondVar::WaitWithTimeout(Mutex* mu, absl::Duration timeout) {
+  static auto real = RealAs<bool (*)(CondVar*, Mutex*, absl::Duration)>(
+      CONDVAR("15WaitWithTimeoutEPNS0_5MutexENS0_8DurationE"));
+  Release(mu);
+  const bool timed_out = real(this, mu, timeout);
+  Acquire(mu);
+  return timed_out;
+}
+
+bool CondVar::WaitWithDeadline(Mutex* mu, absl::Time deadline) {
+  static auto real = RealAs<bool (*)(CondVar*, Mutex*, absl::Time)>(
+      CONDVAR("16WaitWithDeadlineEPNS0_5MutexENS0_4TimeE"));
+  Release(mu);
+  const bool timed_out = real(this, mu, deadline);
+  Acquire(mu);
+  return timed_out;
+}
+
+// --- One-shot and counting signals. ---
+
+void Notification::Notify() {
+  static auto real = RealAs<void (*)(Notification*)>("_ZN4absl7" TSAN_ABSL_NS
+                                                     "12Notification6NotifyEv");
+  Release(this);
+  real(this);
+}
+
+void Notification::WaitForNotification() const {
+  static auto real = RealAs<void (*)(const Notification*)>(
+      "_ZNK4absl7" TSAN_ABSL_NS "12Notification19WaitForNotificationEv");
+  real(this);
+  Acquire(this);
+}
+
+bool Notification::WaitForNotificationWithTimeout(
+    absl::Duration timeout) const {
+  static auto real = RealAs<bool (*)(const Notification*, absl::Duration)>(
+      "_ZNK4absl7" TSAN_ABSL_NS
+      "12Notification30WaitForNotificationWithTimeoutENS0_8DurationE");
+  const bool notified = real(this, timeout);
+  if (notified) Acquire(this);
+  return notified;
+}
+
+bool Notification::WaitForNotificationWithDeadline(absl::Time deadline) const {
+  static auto real = RealAs<bool (*)(const Notification*, absl::Time)>(
+      "_ZNK4absl7" TSAN_ABSL_NS
+      "12Notification31WaitForNotificationWithDeadlineENS0_4TimeE");
+  const bool notified = real(this, deadline);
+  if (notified) Acquire(this);
+  return notified;
+}
+
+bool BlockingCounter::DecrementCount() {
+  static auto real = RealAs<bool (*)(BlockingCounter*)>(
+      "_ZN4absl7" TSAN_ABSL_NS "15BlockingCounter14DecrementCountEv");
+  Release(this);
+  return real(this);
+}
+
+void BlockingCounter::Wait() {
+  static auto real = RealAs<void (*)(BlockingCounter*)>(
+      "_ZN4absl7" TSAN_ABSL_NS "15BlockingCounter4WaitEv");
+  real(this);
+  Acquire(this);
+}
+
+ABSL_NAMESPACE_END
+}  // namespace absl
