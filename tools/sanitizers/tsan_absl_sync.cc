@@ -55,6 +55,22 @@ void Release(const void* address) {
   __tsan_release(const_cast<void*>(address));
 }
 
+// A waiter's condition is evaluated while the mutex is held, by the waiter
+// or by whichever thread is letting the mutex go (absl::Mutex evaluates
+// waiters' conditions in Unlock). Each evaluation is therefore its own
+// critical section: acquire before it reads, release after.
+struct AnnotatedCondition {
+  const absl::Condition* condition;
+  const absl::Mutex* mu;
+};
+
+bool EvalAnnotated(AnnotatedCondition* c) {
+  Acquire(c->mu);
+  const bool result = c->condition->Eval();
+  Release(c->mu);
+  return result;
+}
+
 }  // namespace
 
 namespace absl {
@@ -103,21 +119,26 @@ void Mutex::ReaderUnlock() {
 void Mutex::LockWhen(const Condition& cond) {
   static auto real = RealAs<void (*)(Mutex*, const Condition&)>(
       MUTEX("8LockWhenERKNS0_9ConditionE"));
-  real(this, cond);
+  AnnotatedCondition annotated{&cond, this};
+  real(this, Condition(&EvalAnnotated, &annotated));
   Acquire(this);
 }
 
 void Mutex::ReaderLockWhen(const Condition& cond) {
   static auto real = RealAs<void (*)(Mutex*, const Condition&)>(
       MUTEX("14ReaderLockWhenERKNS0_9ConditionE"));
-  real(this, cond);
+  AnnotatedCondition annotated{&cond, this};
+  real(this, Condition(&EvalAnnotated, &annotated));
   Acquire(this);
 }
 
 bool Mutex::LockWhenWithTimeout(const Condition& cond, absl::Duration timeout) {
   static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Duration)>(
       MUTEX("19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE"));
-  const bool met = real(this, cond, timeout);
+  const bool met = [&] {
+    AnnotatedCondition annotated{&cond, this};
+    return real(this, Condition(&EvalAnnotated, &annotated), timeout);
+  }();
   Acquire(this);  // held either way
   return met;
 }
@@ -125,7 +146,10 @@ bool Mutex::LockWhenWithTimeout(const Condition& cond, absl::Duration timeout) {
 bool Mutex::LockWhenWithDeadline(const Condition& cond, absl::Time deadline) {
   static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Time)>(
       MUTEX("20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE"));
-  const bool met = real(this, cond, deadline);
+  const bool met = [&] {
+    AnnotatedCondition annotated{&cond, this};
+    return real(this, Condition(&EvalAnnotated, &annotated), deadline);
+  }();
   Acquire(this);
   return met;
 }
@@ -136,7 +160,8 @@ void Mutex::Await(const Condition& cond) {
   static auto real = RealAs<void (*)(Mutex*, const Condition&)>(
       MUTEX("5AwaitERKNS0_9ConditionE"));
   Release(this);
-  real(this, cond);
+  AnnotatedCondition annotated{&cond, this};
+  real(this, Condition(&EvalAnnotated, &annotated));
   Acquire(this);
 }
 
@@ -144,7 +169,10 @@ bool Mutex::AwaitWithTimeout(const Condition& cond, absl::Duration timeout) {
   static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Duration)>(
       MUTEX("16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE"));
   Release(this);
-  const bool met = real(this, cond, timeout);
+  const bool met = [&] {
+    AnnotatedCondition annotated{&cond, this};
+    return real(this, Condition(&EvalAnnotated, &annotated), timeout);
+  }();
   Acquire(this);
   return met;
 }
@@ -153,7 +181,10 @@ bool Mutex::AwaitWithDeadline(const Condition& cond, absl::Time deadline) {
   static auto real = RealAs<bool (*)(Mutex*, const Condition&, absl::Time)>(
       MUTEX("17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE"));
   Release(this);
-  const bool met = real(this, cond, deadline);
+  const bool met = [&] {
+    AnnotatedCondition annotated{&cond, this};
+    return real(this, Condition(&EvalAnnotated, &annotated), deadline);
+  }();
   Acquire(this);
   return met;
 }
