@@ -7,12 +7,19 @@
 
 #include "emulator/interpreter/executable.h"
 #include "google/protobuf/stubs/logging.h"
+#include "hlo/memory_budget.h"
 #include "proto/hlo.pb.h"
 
 // Protobuf logs every string field that is not UTF-8; at thousands of inputs
 // a second that is most of the run's time.
+// A host memory budget, as the worker always has one: compile-time tables
+// must be checked against it (ASan reports any allocation too large to
+// make, where a production build would throw and turn it into a status).
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   google::protobuf::SetLogHandler(nullptr);
+  static tpu::MemoryBudget budget(int64_t{1} << 30,
+                                  "the fuzz target's host memory budget");
+  tpu::MemoryBudget::SetProcess(&budget);
   return 0;
 }
 

@@ -1034,7 +1034,10 @@ absl::StatusOr<ConvPlan> BuildConvPlan(const HloInstruction& instruction,
     const int64_t out = WindowOutputSize(plan.in_spatial[s], w);
     plan.out_spatial.push_back(out);
     plan.out_spatial_count *= out;
-    plan.tables.push_back(WindowInputTable(plan.in_spatial[s], out, w));
+    absl::StatusOr<std::vector<int64_t>> table =
+        WindowInputTable(plan.in_spatial[s], out, w, "convolution");
+    if (!table.ok()) return table.status();
+    plan.tables.push_back(*std::move(table));
     plan.reversed.push_back(w.reversal);
     plan.any_reversed |= w.reversal && w.size > 1;
     canonical_out.push_back(out);

@@ -10,6 +10,7 @@
 #include "emulator/interpreter/executable.h"
 #include "emulator/interpreter/test_util.h"
 #include "gtest/gtest.h"
+#include "hlo/memory_budget.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace tpu::emulator::interpreter {
@@ -495,6 +496,29 @@ TEST(ConvolutionTest, FewRowsOneThreadedProduct) {
       CheckConv<bf16, float, float>(s, xla::BF16, xla::F32, xla::F32, false, d);
     }
   }
+}
+
+// Found by hlo_module_fuzzer: a window's index table is output positions x
+// window positions, two sizes a client picks, built at compile time. One of
+// 34 GB (a 4096-wide window over 2^20 of padding; the result itself is 4 MB)
+// is refused against the budget instead of being allocated.
+TEST(ConvolutionTest, WindowTableBeyondTheBudgetIsResourceExhausted) {
+  MemoryBudget budget(int64_t{64} << 20, "the test budget");
+  MemoryBudget* previous = MemoryBudget::Process();
+  MemoryBudget::SetProcess(&budget);
+  ConvSpec s = Nhwc({1, 1, 1}, {4096, 1, 1}, {Win{4096, 1, 0, 1 << 20}});
+  absl::StatusOr<std::unique_ptr<Executable>> compiled =
+      Executable::Compile(ConvModule(s, xla::F32, xla::F32, xla::F32), {});
+  MemoryBudget::SetProcess(previous);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(compiled.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(compiled.status().message().find(
+                "convolution: the window's index table (1044482 output "
+                "positions x 4096 window positions) needs 34225586176 bytes, "
+                "more than is left of the test budget (0 of 67108864 bytes "
+                "committed); use a smaller window or output"),
+            std::string::npos)
+      << compiled.status();
 }
 
 TEST(ConvolutionTest, S8ResultWraps) {

@@ -81,7 +81,10 @@ absl::StatusOr<WindowGeometry> MakeGeometry(const xla::Window& window,
     g.out_count *= out;
     g.tap_dims.push_back(w.size);
     g.tap_count *= w.size;
-    g.tables.push_back(WindowInputTable(input.dimensions(d), out, w));
+    absl::StatusOr<std::vector<int64_t>> table =
+        WindowInputTable(input.dimensions(d), out, w, what);
+    if (!table.ok()) return table.status();
+    g.tables.push_back(*std::move(table));
   }
   return g;
 }

@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "hlo/memory_budget.h"
 
 namespace tpu::emulator::interpreter {
 
@@ -63,9 +64,29 @@ int64_t WindowOutputSize(int64_t input_size, const WindowDim& dim) {
   return (padded - dilated_window) / dim.stride + 1;
 }
 
-std::vector<int64_t> WindowInputTable(int64_t input_size, int64_t output_size,
-                                      const WindowDim& dim) {
-  std::vector<int64_t> table(output_size * dim.size, -1);
+absl::StatusOr<std::vector<int64_t>> WindowInputTable(int64_t input_size,
+                                                      int64_t output_size,
+                                                      const WindowDim& dim,
+                                                      const char* what) {
+  int64_t entries = 0, bytes = 0;
+  const bool overflows =
+      __builtin_mul_overflow(output_size, dim.size, &entries) ||
+      __builtin_mul_overflow(entries, int64_t{sizeof(int64_t)}, &bytes);
+  const MemoryBudget* budget = MemoryBudget::Process();
+  if (overflows ||
+      (budget != nullptr && bytes > budget->limit() - budget->committed())) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        what, ": the window's index table (", output_size,
+        " output positions x ", dim.size, " window positions) needs ",
+        overflows ? "more than 2^63" : absl::StrCat(bytes), " bytes",
+        budget != nullptr
+            ? absl::StrCat(", more than is left of ", budget->name(), " (",
+                           budget->committed(), " of ", budget->limit(),
+                           " bytes committed)")
+            : std::string(),
+        "; use a smaller window or output"));
+  }
+  std::vector<int64_t> table(entries, -1);
   for (int64_t p = 0; p < output_size; ++p) {
     for (int64_t k = 0; k < dim.size; ++k) {
       const int64_t dilated =

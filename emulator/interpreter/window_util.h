@@ -49,8 +49,13 @@ int64_t WindowOutputSize(int64_t input_size, const WindowDim& dim);
 // For one dimension: table[p * dim.size + k] is the input index read by tap k
 // of output position p, or -1 if that tap lands on padding or a hole. Window
 // reversal is NOT applied here (it concerns which kernel element a tap uses).
-std::vector<int64_t> WindowInputTable(int64_t input_size, int64_t output_size,
-                                      const WindowDim& dim);
+// The table is built at compile time and its size is the product of two
+// dimensions a client chooses, so RESOURCE_EXHAUSTED (naming `what`) when it
+// would not fit what is left of the process's host memory budget.
+absl::StatusOr<std::vector<int64_t>> WindowInputTable(int64_t input_size,
+                                                      int64_t output_size,
+                                                      const WindowDim& dim,
+                                                      const char* what);
 
 }  // namespace tpu::emulator::interpreter
 
