@@ -13,9 +13,13 @@
 // interpreter's own per-iteration cost; counter us_per_iteration.
 // Both also count CPU time (all threads) and context switches per loop step,
 // which a shared machine's load disturbs less than wall time.
+// BM_BareMeetingOf8Threads: 8 threads meeting 1000 times at a bare barrier
+// (atomic count + WakeWord), the floor of a meeting with one OS thread per
+// core; counter us_per_meeting.
 
 #include <sys/resource.h>
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -26,6 +30,7 @@
 #include "absl/time/clock.h"
 #include "benchmark/benchmark.h"
 #include "emulator/collectives/collective_hub.h"
+#include "emulator/collectives/wake_word.h"
 #include "emulator/interpreter/executable.h"
 #include "hlo/aligned_buffer.h"
 #include "hlo/host_memory.h"
@@ -242,6 +247,55 @@ void BM_LoopWithoutCollective(benchmark::State& state) {
   RunLoop(state, false);
 }
 BENCHMARK(BM_LoopWithoutCollective)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The floor under BM_SmallAllReduceInLoop with one OS thread per core: 8
+// threads meeting 1000 times at a bare barrier (an atomic count and the
+// hub's WakeWord, no interpreter, no hub bookkeeping). On 2 CPUs every
+// meeting needs each thread to be switched in once, so its cost is
+// dominated by context switches and the futex calls around them.
+void BM_BareMeetingOf8Threads(benchmark::State& state) {
+  constexpr int kMeetings = 1000;
+  double total = 0;
+  const ProcessUsage before = Usage();
+  for (auto _ : state) {
+    std::atomic<int> arrived{0};
+    std::atomic<uint32_t> generation{0};
+    WakeWord wake;
+    const absl::Time start = absl::Now();
+    std::vector<std::thread> threads;
+    for (int c = 0; c < kCores; ++c) {
+      threads.emplace_back([&] {
+        for (int m = 0; m < kMeetings; ++m) {
+          if (arrived.fetch_add(1) + 1 == kCores) {
+            arrived.store(0);
+            generation.store(m + 1, std::memory_order_release);
+            wake.WakeAll();
+            continue;
+          }
+          while (true) {
+            const uint32_t seen = wake.Load();
+            if (generation.load(std::memory_order_acquire) > m) break;
+            wake.Wait(seen, absl::Milliseconds(100));
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    state.SetIterationTime(seconds);
+    total += seconds;
+  }
+  const ProcessUsage after = Usage();
+  const double steps = state.iterations() * static_cast<double>(kMeetings);
+  state.counters["us_per_meeting"] = total / steps * 1e6;
+  state.counters["cpu_us_per_step"] =
+      (after.cpu_seconds - before.cpu_seconds) / steps * 1e6;
+  state.counters["switches_per_step"] =
+      (after.switches - before.switches) / steps;
+}
+BENCHMARK(BM_BareMeetingOf8Threads)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 

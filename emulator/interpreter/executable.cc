@@ -50,7 +50,8 @@ class InterpreterExecutable : public Executable {
             parameter_shapes_[i].ToString()));
       }
     }
-    ExecState state(context);
+    // Live-memory accounting only for a caller that reads it.
+    ExecState state(context, /*account_memory=*/stats != nullptr);
     absl::StatusOr<Literal> result;
     // The budget (hlo/memory_budget.h) or the system may refuse any
     // intermediate deep inside a kernel: that fails this execution only.

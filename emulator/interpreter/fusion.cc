@@ -4,9 +4,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <memory>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "emulator/interpreter/conv_epilogue.h"
 #include "emulator/interpreter/kernel_util.h"
 
@@ -172,34 +176,44 @@ class FusedKernel : public Kernel {
   absl::StatusOr<Literal> Run(
       KernelContext& context,
       absl::Span<const Operand> operands) const override {
-    std::vector<int> direct;
-    for (size_t i = 0; i < leaves_.size(); ++i) {
-      if (leaves_[i].strides.empty()) direct.push_back(i);
-    }
     // Each tile reads its inputs before writing its output, so a dead
     // same-shaped leaf can hold the result.
-    Literal out = Literal::Uninitialized(shape_);
-    for (int i : direct) {
+    std::optional<Literal> reused;
+    for (size_t i = 0; i < leaves_.size(); ++i) {
       const Operand& o = operands[i];
-      if (o.last_use && o.value->buffer().use_count() == 1) {
-        out = *Literal::FromBuffer(shape_, o.value->buffer());
+      if (leaves_[i].strides.empty() && o.last_use &&
+          o.value->buffer().use_count() == 1) {
+        reused = *Literal::FromBuffer(shape_, o.value->buffer());
         break;
       }
     }
+    Literal out = reused.has_value() ? *std::move(reused)
+                                     : Literal::Uninitialized(shape_);
     float* result = static_cast<float*>(const_cast<void*>(out.untyped_data()));
-    std::vector<const float*> inputs;
+    // Small fusions (a loop's scalars) must not allocate: the per-run lists
+    // live inline, and the scratch tiles are no longer than the array.
+    absl::InlinedVector<const float*, 8> inputs;
     for (const Operand& o : operands) {
       inputs.push_back(o.value->data<float>().data());
     }
     const int64_t n = shape_.element_count();
+    const int64_t tile = std::min(kTile, std::max<int64_t>(n, 1));
     const int64_t tiles = (n + kTile - 1) / kTile;
     const std::vector<int64_t>& dims = shape_.dimensions();
     ParallelFor(
         context.device(), tiles, kTile * (1.0 + nodes_.size()),
         [&](int64_t t0, int64_t t1) {
-          std::vector<float> scratch((nodes_.size() + leaves_.size()) * kTile);
-          std::vector<const float*> leaf_tile(leaves_.size());
-          std::vector<int64_t> index(dims.size());
+          // Uninitialized: every element is written before it is read.
+          const size_t scratch_size = (nodes_.size() + leaves_.size()) * tile;
+          float inline_scratch[256];
+          std::unique_ptr<float[]> heap_scratch;
+          float* scratch = inline_scratch;
+          if (scratch_size > std::size(inline_scratch)) {
+            heap_scratch.reset(new float[scratch_size]);
+            scratch = heap_scratch.get();
+          }
+          absl::InlinedVector<const float*, 8> leaf_tile(leaves_.size());
+          absl::InlinedVector<int64_t, 8> index(dims.size());
           for (int64_t t = t0; t < t1; ++t) {
             const int64_t begin = t * kTile;
             const int64_t len = std::min(kTile, n - begin);
@@ -208,7 +222,7 @@ class FusedKernel : public Kernel {
                 leaf_tile[l] = inputs[l] + begin;
                 continue;
               }
-              float* buf = scratch.data() + (nodes_.size() + l) * kTile;
+              float* buf = scratch + (nodes_.size() + l) * tile;
               const std::vector<int64_t>& s = leaves_[l].strides;
               int64_t rem = begin, offset = 0;
               for (int64_t d = static_cast<int64_t>(dims.size()) - 1; d >= 0;
@@ -266,12 +280,11 @@ class FusedKernel : public Kernel {
                 const Node& node = nodes_[k];
                 auto get = [&](Ref r) -> const float* {
                   return (r.leaf ? leaf_tile[r.index]
-                                 : scratch.data() + r.index * kTile) +
+                                 : scratch + r.index * tile) +
                          c0;
                 };
-                float* dst = k + 1 == nodes_.size()
-                                 ? result + begin + c0
-                                 : scratch.data() + k * kTile + c0;
+                float* dst = k + 1 == nodes_.size() ? result + begin + c0
+                                                    : scratch + k * tile + c0;
                 Apply(node.op, get(node.a), get(node.b), dst, clen);
               }
             }

@@ -65,6 +65,17 @@ absl::StatusOr<Literal> KernelContext::Call(
   return computation.Run(*state_, std::move(arguments));
 }
 
+absl::StatusOr<Literal> KernelContext::CallTaking(
+    const CompiledComputation& computation, absl::Span<Literal> arguments) {
+  return computation.RunTaking(*state_, arguments);
+}
+
+absl::StatusOr<Literal> KernelContext::CallBorrowing(
+    const CompiledComputation& computation,
+    absl::Span<const Literal* const> arguments) {
+  return computation.RunBorrowing(*state_, arguments);
+}
+
 void KernelContext::Send(int64_t channel, Literal value) {
   state_->channels[channel].push_back(std::move(value));
 }

@@ -67,6 +67,14 @@ class KernelContext {
   // Runs a called computation (compiled by KernelCompiler::Compile).
   absl::StatusOr<Literal> Call(const CompiledComputation& computation,
                                std::vector<Literal> arguments);
+  // The same, taking the arguments out of `arguments` (no vector to build).
+  absl::StatusOr<Literal> CallTaking(const CompiledComputation& computation,
+                                     absl::Span<Literal> arguments);
+  // The same, reading the arguments in place: they stay the caller's and are
+  // neither copied nor written (e.g. a while loop's state for its condition).
+  absl::StatusOr<Literal> CallBorrowing(
+      const CompiledComputation& computation,
+      absl::Span<const Literal* const> arguments);
   // Channels between send and recv-done of this execution: Send queues a
   // value; Receive takes the oldest one, or UNIMPLEMENTED if no send on that
   // channel ran earlier in this execution (a send from another program or

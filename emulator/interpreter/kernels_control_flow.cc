@@ -106,15 +106,19 @@ absl::StatusOr<std::unique_ptr<Kernel>> CompileWhile(
   return MakeKernel(
       [b, c](KernelContext& context,
              absl::Span<const Operand> operands) -> absl::StatusOr<Literal> {
+        // Per iteration: the condition reads the state in place, the body
+        // takes it (its buffers may be reused for the next state); neither
+        // copies it nor builds an argument vector.
         Literal state = *operands[0].value;
         while (true) {
           if (absl::Status s = context.CheckCancelled(); !s.ok()) return s;
-          absl::StatusOr<Literal> keep_going = context.Call(*c, {state});
+          const Literal* read = &state;
+          absl::StatusOr<Literal> keep_going =
+              context.CallBorrowing(*c, absl::MakeConstSpan(&read, 1));
           if (!keep_going.ok()) return keep_going.status();
           if (!keep_going->data<bool>()[0]) break;
-          std::vector<Literal> arguments;
-          arguments.push_back(std::move(state));
-          absl::StatusOr<Literal> next = context.Call(*b, std::move(arguments));
+          absl::StatusOr<Literal> next =
+              context.CallTaking(*b, absl::MakeSpan(&state, 1));
           if (!next.ok()) return next.status();
           state = *std::move(next);
         }

@@ -41,7 +41,23 @@ absl::Status WithContext(const absl::Status& status,
 
 }  // namespace
 
-void ExecState::Acquire(const Literal& value, bool is_argument) {
+std::unique_ptr<Frame> ExecState::TakeFrame(size_t slots) {
+  std::unique_ptr<Frame> frame;
+  if (spare_frames_.empty()) {
+    frame = std::make_unique<Frame>();
+  } else {
+    frame = std::move(spare_frames_.back());
+    spare_frames_.pop_back();
+  }
+  frame->slots.resize(slots);
+  return frame;
+}
+
+void ExecState::PutFrame(std::unique_ptr<Frame> frame) {
+  spare_frames_.push_back(std::move(frame));
+}
+
+void ExecState::AcquireAccounted(const Literal& value, bool is_argument) {
   ForEachBuffer(value, [&](const AlignedBuffer* buffer) {
     Entry& entry = buffers_[buffer];
     if (entry.count++ == 0) {
@@ -55,7 +71,7 @@ void ExecState::Acquire(const Literal& value, bool is_argument) {
   });
 }
 
-void ExecState::Release(const Literal& value) {
+void ExecState::ReleaseAccounted(const Literal& value) {
   ForEachBuffer(value, [&](const AlignedBuffer* buffer) {
     auto it = buffers_.find(buffer);
     if (it == buffers_.end()) return;
@@ -160,22 +176,78 @@ absl::StatusOr<std::unique_ptr<CompiledComputation>> CompiledComputation::Build(
 
 absl::StatusOr<Literal> CompiledComputation::Run(
     ExecState& state, std::vector<Literal> arguments) const {
-  std::vector<Literal> slots(steps_.size());
+  return RunFrame(state, absl::MakeSpan(arguments), {});
+}
+
+absl::StatusOr<Literal> CompiledComputation::RunTaking(
+    ExecState& state, absl::Span<Literal> arguments) const {
+  return RunFrame(state, arguments, {});
+}
+
+absl::StatusOr<Literal> CompiledComputation::RunBorrowing(
+    ExecState& state, absl::Span<const Literal* const> arguments) const {
+  return RunFrame(state, {}, arguments);
+}
+
+namespace {
+
+// Lends a frame of `state` for one run and gives it back, emptied, however
+// the run ends (an error, or std::bad_alloc unwinding).
+class FrameLease {
+ public:
+  FrameLease(ExecState& state, size_t slots)
+      : state_(state), frame_(state.TakeFrame(slots)) {}
+  ~FrameLease() {
+    if (!emptied_) {
+      for (Literal& slot : frame_->slots) slot = Literal();
+    }
+    state_.PutFrame(std::move(frame_));
+  }
+  FrameLease(const FrameLease&) = delete;
+  FrameLease& operator=(const FrameLease&) = delete;
+
+  Frame& frame() { return *frame_; }
+  // Every slot was released (the run finished): nothing to empty.
+  void MarkEmptied() { emptied_ = true; }
+
+ private:
+  ExecState& state_;
+  std::unique_ptr<Frame> frame_;
+  bool emptied_ = false;
+};
+
+}  // namespace
+
+absl::StatusOr<Literal> CompiledComputation::RunFrame(
+    ExecState& state, absl::Span<Literal> taken,
+    absl::Span<const Literal* const> borrowed) const {
+  FrameLease lease(state, steps_.size());
+  std::vector<Literal>& slots = lease.frame().slots;
+  std::vector<Operand>& operands = lease.frame().operands;
+  // A slot's value: its own, or a borrowed argument's (which stays the
+  // caller's: never a last use, never moved out).
+  auto value = [&](int64_t s) -> const Literal* {
+    const Step& step = steps_[s];
+    if (step.parameter_number >= 0 && !borrowed.empty()) {
+      return borrowed[step.parameter_number];
+    }
+    return &slots[s];
+  };
   auto release = [&](int64_t s) {
-    state.Release(slots[s]);
+    state.Release(*value(s));
     slots[s] = Literal();
   };
   KernelContext context(&state);
-  std::vector<Operand> operands;
   // Parameters first: their slots may be freed by the first steps.
   for (size_t i = 0; i < steps_.size(); ++i) {
     const Step& step = steps_[i];
     if (step.parameter_number < 0) continue;
-    slots[i] = std::move(arguments[step.parameter_number]);
-    state.Acquire(slots[i], /*is_argument=*/true);
+    if (borrowed.empty()) {
+      slots[i] = std::move(taken[step.parameter_number]);
+    }
+    state.Acquire(*value(i), /*is_argument=*/true);
   }
   for (int64_t s : unused_parameter_slots_) release(s);
-  arguments.clear();
 
   InstructionObserver* const observer = std::exchange(state.observer, nullptr);
   for (size_t i = 0; i < steps_.size(); ++i) {
@@ -186,10 +258,10 @@ absl::StatusOr<Literal> CompiledComputation::Run(
       operands.clear();
       int64_t operand_bytes = 0;
       for (size_t o = 0; o < step.operand_slots.size(); ++o) {
-        operands.push_back({&slots[step.operand_slots[o]], step.last_use[o]});
-        if (observer != nullptr) {
-          operand_bytes += TotalBytes(slots[step.operand_slots[o]]);
-        }
+        const int64_t s = step.operand_slots[o];
+        const Literal* operand = value(s);
+        operands.push_back({operand, step.last_use[o] && operand == &slots[s]});
+        if (observer != nullptr) operand_bytes += TotalBytes(*operand);
       }
       if (observer != nullptr) observer->Started(step.instruction->name());
       absl::StatusOr<Literal> result = step.kernel->Run(context, operands);
@@ -210,8 +282,11 @@ absl::StatusOr<Literal> CompiledComputation::Run(
     }
     for (int64_t s : step.release_after) release(s);
   }
-  Literal result = std::move(slots[root_slot_]);
+  const Literal* root = value(root_slot_);
+  Literal result =
+      root == &slots[root_slot_] ? std::move(slots[root_slot_]) : *root;
   state.Release(result);
+  lease.MarkEmptied();
   return result;
 }
 

@@ -25,18 +25,42 @@
 
 namespace tpu::emulator::interpreter {
 
+// The reusable storage of one run of a computation: its value slots and
+// the operand list of the step running. Runs of called computations (a
+// while loop's body and condition, a reduction's computation) take one from
+// ExecState and give it back, so that a loop iteration allocates none.
+struct Frame {
+  std::vector<Literal> slots;
+  std::vector<Operand> operands;
+};
+
 class ExecState {
  public:
-  explicit ExecState(const ExecutionContext& context)
-      : observer(context.observer), context_(context) {}
+  // `account_memory`: keep the live-memory accounting (peak_live_bytes);
+  // it costs a hash-map update per value, so only callers that read it
+  // (ExecutionStats) ask for it.
+  ExecState(const ExecutionContext& context, bool account_memory)
+      : observer(context.observer),
+        context_(context),
+        account_memory_(account_memory) {}
 
   const ExecutionContext& context() const { return context_; }
 
   // Live-memory accounting of values held by the executor, per distinct
-  // buffer. Argument buffers are tracked but never counted.
-  void Acquire(const Literal& value, bool is_argument);
-  void Release(const Literal& value);
+  // buffer. Argument buffers are tracked but never counted. No-ops unless
+  // constructed with account_memory.
+  void Acquire(const Literal& value, bool is_argument) {
+    if (account_memory_) AcquireAccounted(value, is_argument);
+  }
+  void Release(const Literal& value) {
+    if (account_memory_) ReleaseAccounted(value);
+  }
   int64_t peak_live_bytes() const { return peak_; }
+
+  // A frame with at least `slots` empty slots; give it back with PutFrame
+  // once every slot is empty again.
+  std::unique_ptr<Frame> TakeFrame(size_t slots);
+  void PutFrame(std::unique_ptr<Frame> frame);
   int64_t instructions_executed = 0;
   // The context's observer until the entry computation takes it: nested
   // computations then find none, so only top-level instructions are seen.
@@ -53,8 +77,14 @@ class ExecState {
     int64_t bytes = 0;
     bool is_argument = false;
   };
+  void AcquireAccounted(const Literal& value, bool is_argument);
+  void ReleaseAccounted(const Literal& value);
+
   const ExecutionContext& context_;
+  const bool account_memory_;
   absl::flat_hash_map<const AlignedBuffer*, Entry> buffers_;
+  // Frames of finished runs, for the next (nested runs take several).
+  std::vector<std::unique_ptr<Frame>> spare_frames_;
   int64_t live_ = 0;
   int64_t peak_ = 0;
 };
@@ -72,6 +102,14 @@ class CompiledComputation {
   // take arguments from outside; kernels guarantee it by construction).
   absl::StatusOr<Literal> Run(ExecState& state,
                               std::vector<Literal> arguments) const;
+  // The same, taking the arguments out of `arguments` (left empty), which
+  // saves the caller a vector per run.
+  absl::StatusOr<Literal> RunTaking(ExecState& state,
+                                    absl::Span<Literal> arguments) const;
+  // The same, reading the arguments where they are: they stay the caller's
+  // (no kernel writes into their buffers), and nothing copies them.
+  absl::StatusOr<Literal> RunBorrowing(
+      ExecState& state, absl::Span<const Literal* const> arguments) const;
 
  private:
   struct Step {
@@ -83,6 +121,12 @@ class CompiledComputation {
     std::vector<bool> last_use;          // per operand
     std::vector<int64_t> release_after;  // slots dead after this step
   };
+
+  // Runs with each argument either taken from `taken` or read from
+  // `borrowed` (one of them non-empty, or both empty for no parameters).
+  absl::StatusOr<Literal> RunFrame(
+      ExecState& state, absl::Span<Literal> taken,
+      absl::Span<const Literal* const> borrowed) const;
 
   const HloComputation* hlo_ = nullptr;
   std::vector<Step> steps_;  // slot i is produced by steps_[i]

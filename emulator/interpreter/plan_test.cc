@@ -172,5 +172,68 @@ ENTRY e {
       << s;
 }
 
+TEST(PlanTest, WhileConditionReadsTheStateWithoutWritingIt) {
+  // The condition reads the loop state in place. Its multiply would take a
+  // dead, uniquely owned operand buffer for its result; the state's buffer
+  // must not count as one, or the state would be squared at every check
+  // (and the loop would end at 16384).
+  const std::string text = R"(
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+cond {
+  p = f32[4] parameter(0)
+  squares = f32[4] multiply(p, p)
+  zero = f32[] constant(0)
+  sum = f32[] reduce(squares, zero), dimensions={0}, to_apply=add
+  limit = f32[] constant(1000)
+  ROOT more = pred[] compare(sum, limit), direction=LT
+}
+body {
+  p = f32[4] parameter(0)
+  ROOT twice = f32[4] add(p, p)
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  ROOT w = f32[4] while(x), condition=cond, body=body
+})";
+  std::vector<Literal> args;
+  args.push_back(Vec<float>(xla::F32, {4}, {1, 1, 1, 1}));
+  absl::StatusOr<Literal> out = RunHlo(text, std::move(args));
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Sums of squares 4, 16, 64, 256 go on; 1024 stops.
+  EXPECT_EQ(Values<float>(*out), (std::vector<float>{16, 16, 16, 16}));
+}
+
+TEST(PlanTest, WhileConditionMayReturnTheStateItself) {
+  // A pred[] state whose condition is its parameter: the condition's result
+  // is the borrowed state, returned as a copy; the body flips it once.
+  const std::string text = R"(
+cond {
+  ROOT p = pred[] parameter(0)
+}
+body {
+  p = pred[] parameter(0)
+  ROOT n = pred[] not(p)
+}
+ENTRY e {
+  x = pred[] parameter(0)
+  ROOT w = pred[] while(x), condition=cond, body=body
+})";
+  const bool yes = true;
+  std::vector<Literal> args;
+  args.push_back(
+      Literal::FromVector<bool>(xla::PRED, {}, absl::MakeConstSpan(&yes, 1)));
+  ExecutionStats stats;
+  absl::StatusOr<Literal> out =
+      RunHlo(text, std::move(args), {}, nullptr, &stats);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(Values<bool>(*out), (std::vector<bool>{false}));
+  // while; the condition twice (nothing but its parameter); not once.
+  EXPECT_EQ(stats.instructions_executed, 2);
+}
+
 }  // namespace
 }  // namespace tpu::emulator::interpreter
