@@ -14,7 +14,8 @@
 // Counters: GBps (the driver), baseline_GBps, ratio (driver / baseline);
 // for grpc:// also bare_grpc_GBps, the same messages on a bare gRPC stream
 // (driver/transfer_baselines.h), and of_bare_grpc (driver / bare stream);
-// for grpc://unix: raw_unix_over_tcp, the kernel's own ratio; p50_us /
+// for grpc://unix: raw_unix_over_tcp, the kernel's own ratio, and
+// bare_grpc_unix_over_tcp, bare gRPC's own (the floor under ours); p50_us /
 // p99_us for the round trip, bare_grpc_p50_us for one message and its answer
 // on the bare stream (interleaved), tcp_p50_us and ratio for grpc://unix:;
 // ops_per_s for pipelined small ops.
@@ -205,6 +206,19 @@ void ReportThroughput(benchmark::State& state, Backend backend, bool to_device,
       // The kernel's own ratio: the most the fast path could gain.
       state.counters["raw_unix_over_tcp"] =
           UnixSocketBytesPerSecond(bytes) / LoopbackTcpBytesPerSecond(bytes);
+      {
+        // gRPC's own: the same messages on a bare gRPC stream to the ack
+        // server, over its Unix socket and over loopback TCP.
+        const int messages = std::max<int>(4, (int64_t{1} << 30) / bytes);
+        const double unix_bare =
+            BareGrpcBytesPerSecond(targets->ack_server_unix, bytes, in_flight,
+                                   messages, /*to_server=*/to_device);
+        const double tcp_bare =
+            BareGrpcBytesPerSecond(targets->ack_server, bytes, in_flight,
+                                   messages, /*to_server=*/to_device);
+        state.counters["bare_grpc_unix_over_tcp"] =
+            tcp_bare > 0 ? unix_bare / tcp_bare : 0;
+      }
       break;
     case Backend::kLocal:
       baseline = MemcpyBytesPerSecond(bytes);
