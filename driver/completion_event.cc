@@ -19,8 +19,15 @@ std::shared_ptr<EventDriver> CompletionEvent::PendingDriver() {
 }
 
 void CompletionEvent::SetDriver(std::shared_ptr<EventDriver> driver) {
-  absl::MutexLock lock(&mu_);
-  if (!done_) driver_ = std::move(driver);
+  {
+    absl::MutexLock lock(&mu_);
+    if (done_) return;
+    driver_ = driver;
+    if (callbacks_.empty()) return;
+  }
+  // Callbacks added before (an operation held on the client until its
+  // dependencies completed) wait without driving.
+  driver->NeedsCompletion(*this);
 }
 
 absl::Status CompletionEvent::Await() {

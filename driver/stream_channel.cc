@@ -13,16 +13,7 @@ namespace {
 // may hold its caller's locks, so completions there defer their callbacks.
 thread_local int tls_caller_io = 0;
 
-// Responses nobody waits for (no awaiting thread, no callback) are read by
-// the reader thread once nobody else read for this long: they cost nothing
-// while unread, and a thread that awaits one of them reads them itself.
-constexpr absl::Duration kLazyReadDelay = absl::Milliseconds(10);
-// How often an idle reader thread looks for operations nobody waits for.
-constexpr absl::Duration kIdleCheck = absl::Milliseconds(100);
-// How long the writer leaves entries queued for a thread that awaits one of
-// them to send them itself (on a transport that reads on demand), unless
-// someone waits for one without driving, or this many are queued.
-constexpr absl::Duration kCoalescingWindow = absl::Microseconds(50);
+// The writer sends queued entries at once when this many are queued.
 constexpr size_t kFlushAtEntries = 256;
 
 }  // namespace
@@ -83,10 +74,12 @@ absl::Status StatusFromWire(const tpu_driver::StatusMessage& message) {
 }
 
 StreamChannel::StreamChannel(std::string name, std::string address,
-                             Transport* transport)
+                             Transport* transport,
+                             const StreamChannelOptions& options)
     : name_(std::move(name)),
       address_(std::move(address)),
-      transport_(transport) {
+      transport_(transport),
+      options_(options) {
   StreamCallbacks callbacks;
   callbacks.on_response = [this](const tpu_driver::StreamResponse& response) {
     OnResponse(response);
@@ -112,8 +105,11 @@ StreamChannel::~StreamChannel() {
 
 void StreamChannel::Submit(OutgoingEntry entry, PendingOp op) {
   const uint64_t wire_id = entry.entry.operation_id();
-  if (progress_ != nullptr) op.event->SetDriver(progress_);
+  // Waiting for it goes through this channel once it is pending.
+  std::shared_ptr<CompletionEvent> driven =
+      progress_ != nullptr ? op.event : nullptr;
   absl::Status refused;
+  bool write_now = false;
   {
     absl::MutexLock lock(&mu_);
     if (ended_ || shut_down_) {
@@ -127,15 +123,16 @@ void StreamChannel::Submit(OutgoingEntry entry, PendingOp op) {
       queue_.push_back(std::move(entry));
       // Whoever is writing already (another thread, or this one further up
       // the stack when a response's callback submits) takes it along.
-      if (!write_inline_ || writing_) return;
-      writing_ = true;
+      write_now = write_inline_ && !writing_;
+      if (write_now) writing_ = true;
     }
   }
-  if (refused.ok()) {
-    WriteQueued();
+  if (!refused.ok()) {
+    op.event->Complete(std::move(refused));
     return;
   }
-  op.event->Complete(std::move(refused));
+  if (driven != nullptr) driven->SetDriver(progress_);
+  if (write_now) WriteQueued();
 }
 
 void StreamChannel::WriteQueued() {
@@ -221,7 +218,7 @@ int64_t StreamChannel::NumPendingForTesting() {
 
 void StreamChannel::WriterLoop() {
   bool half_closed = false;
-  // The queue waited kCoalescingWindow: it goes out now.
+  // The queue waited options_.coalescing_window: it goes out now.
   bool window_passed = false;
   std::vector<OutgoingEntry> batch;
   std::vector<std::function<void()>> callbacks;
@@ -251,7 +248,8 @@ void StreamChannel::WriterLoop() {
             return writer_exit_ || ended_ || closing_ || needed_ > 0 ||
                    queue_.size() >= kFlushAtEntries;
           };
-          mu_.AwaitWithTimeout(absl::Condition(&flush_now), kCoalescingWindow);
+          mu_.AwaitWithTimeout(absl::Condition(&flush_now),
+                               options_.coalescing_window);
           window_passed = !queue_.empty();
           continue;
         }
@@ -321,8 +319,9 @@ void StreamChannel::ReaderLoop() {
     auto wake = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stop() || must_read();
     };
-    if (mu_.AwaitWithTimeout(absl::Condition(&wake),
-                             idle ? kIdleCheck : kLazyReadDelay)) {
+    if (mu_.AwaitWithTimeout(
+            absl::Condition(&wake),
+            idle ? options_.idle_check : options_.lazy_read_delay)) {
       continue;
     }
     // Responses nobody asked for and nobody read meanwhile: read them, so

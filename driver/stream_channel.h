@@ -12,8 +12,8 @@
 // hand-off on the client, as on a bare gRPC stream. Other operations it
 // completes run their callbacks on the writer thread. A reader thread reads
 // when someone waits without driving (callbacks, timed waits), when the
-// stream closes or breaks, and for responses nobody asked for within
-// kLazyReadDelay.
+// stream closes or breaks, and responses nobody asked for (see
+// StreamChannelOptions).
 //
 // Every operation given to Submit completes exactly once: with its response,
 // or with an error when the stream breaks (UNAVAILABLE naming the worker) or
@@ -51,11 +51,26 @@ struct PendingOp {
   std::shared_ptr<xla::ProgramShapeProto> program_shape;
 };
 
+// When a channel whose transport reads on demand sends and reads by itself.
+struct StreamChannelOptions {
+  // How long the writer leaves queued entries for a thread that awaits one
+  // of them to send them itself; sooner when someone waits for one without
+  // driving (a callback, a timed wait) or when 256 entries are queued.
+  absl::Duration coalescing_window = absl::Microseconds(50);
+  // Responses nobody waits for are read by the reader thread once nobody
+  // read any for this long: they cost nothing while unread, and a thread
+  // that awaits one reads them itself.
+  absl::Duration lazy_read_delay = absl::Milliseconds(10);
+  // How often an idle reader thread looks for such responses.
+  absl::Duration idle_check = absl::Milliseconds(100);
+};
+
 class StreamChannel {
  public:
   // `name` says which stream this is ("core 3", "host") and `address` which
   // worker, for error messages. REQUIRES: `transport` outlives this channel.
-  StreamChannel(std::string name, std::string address, Transport* transport);
+  StreamChannel(std::string name, std::string address, Transport* transport,
+                const StreamChannelOptions& options = StreamChannelOptions());
   // Cancels the stream if Shutdown was not called.
   ~StreamChannel();
 
@@ -130,6 +145,7 @@ class StreamChannel {
   const std::string name_;
   const std::string address_;
   Transport* const transport_;
+  const StreamChannelOptions options_;
 
   absl::Mutex mu_;
   std::vector<OutgoingEntry> queue_ ABSL_GUARDED_BY(mu_);
