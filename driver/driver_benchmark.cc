@@ -23,16 +23,21 @@
 // pipelined >= 20,000 ops/s. Issue 16: over the Unix socket, round trip p50
 // <= 0.6 of TCP's, 256 MiB transfers >= 1.5x TCP's.
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
 #include "driver/benchmark_servers.h"
@@ -439,8 +444,34 @@ void BM_TinyProgramRoundTrip(benchmark::State& state, Backend backend) {
 
 // --- Pipelined small operations ----------------------------------------------
 
+// CPU seconds (user + system) process `pid` used so far; 0 if unknown.
+double ProcessCpuSeconds(int pid) {
+  std::ifstream file(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (pid <= 0 || !std::getline(file, line)) return 0;
+  // Fields after the command (which may hold spaces): state is field 3,
+  // utime and stime are fields 14 and 15, in clock ticks.
+  const size_t end_of_command = line.rfind(')');
+  if (end_of_command == std::string::npos) return 0;
+  std::vector<std::string> fields =
+      absl::StrSplit(line.substr(end_of_command + 2), ' ');
+  if (fields.size() < 13) return 0;
+  double utime = 0, stime = 0;
+  if (!absl::SimpleAtod(fields[11], &utime) ||
+      !absl::SimpleAtod(fields[12], &stime)) {
+    return 0;
+  }
+  return (utime + stime) / sysconf(_SC_CLK_TCK);
+}
+
 // Many independent 64-byte transfers in flight at once; the issuing thread
 // never waits until the end of the batch.
+//
+// Counters: ops_per_s; for grpc:// and grpc://unix: also the entries per
+// message each way, and the CPU each side spends per operation
+// (client_cpu_us_per_op; worker_cpu_us_per_op, when the benchmark started
+// the worker): with two cores shared by both processes, ops_per_s cannot
+// exceed 1e6 / max(client, worker) nor 2e6 / (client + worker).
 void BM_PipelinedSmallOps(benchmark::State& state, Backend backend) {
   TpuDriver* driver = DriverOrSkip(backend, state);
   if (driver == nullptr) return;
@@ -451,6 +482,8 @@ void BM_PipelinedSmallOps(benchmark::State& state, Backend backend) {
   Clock::duration total{};
   std::vector<std::shared_ptr<Event>> events(kOps);
   const GrpcStreamMessageCounts before = GrpcStreamMessagesSoFar();
+  const double client_cpu_before = ProcessCpuSeconds(getpid());
+  const double worker_cpu_before = ProcessCpuSeconds(targets->worker_pid);
   for (auto _ : state) {
     const auto start = Clock::now();
     for (int i = 0; i < kOps; ++i) {
@@ -462,6 +495,13 @@ void BM_PipelinedSmallOps(benchmark::State& state, Backend backend) {
   Check(driver->Deallocate(std::move(buffer), {})->Await(), state);
   const double ops = kOps * static_cast<double>(state.iterations());
   state.counters["ops_per_s"] = ops / Seconds(total);
+  const double client_cpu = ProcessCpuSeconds(getpid()) - client_cpu_before;
+  state.counters["client_cpu_us_per_op"] = client_cpu / ops * 1e6;
+  if (backend != Backend::kLocal && targets->worker_pid > 0) {
+    state.counters["worker_cpu_us_per_op"] =
+        (ProcessCpuSeconds(targets->worker_pid) - worker_cpu_before) / ops *
+        1e6;
+  }
   if (backend != Backend::kLocal) {
     // Entries per StreamRequest and per StreamResponse: the batching.
     const GrpcStreamMessageCounts after = GrpcStreamMessagesSoFar();
