@@ -103,7 +103,7 @@ StreamChannel::~StreamChannel() {
            absl::StrCat("the TPU driver for ", address_, " was destroyed"));
 }
 
-void StreamChannel::Submit(OutgoingEntry entry, PendingOp op) {
+void StreamChannel::Submit(OutgoingEntry&& entry, PendingOp op) {
   const uint64_t wire_id = entry.entry.operation_id();
   // Waiting for it goes through this channel once it is pending.
   std::shared_ptr<CompletionEvent> driven =

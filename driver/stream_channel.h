@@ -79,7 +79,7 @@ class StreamChannel {
 
   // Queues `entry` for the worker; `op` says how to complete it. If the
   // stream has ended, op.event fails right away instead.
-  void Submit(OutgoingEntry entry, PendingOp op);
+  void Submit(OutgoingEntry&& entry, PendingOp op);
 
   // Graceful end: the writer sends what is queued, then half-closes; the
   // worker answers what is in flight and ends the stream.
