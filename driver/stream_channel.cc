@@ -296,7 +296,10 @@ void StreamChannel::ReadOnce() {
 
 void StreamChannel::ReaderLoop() {
   absl::MutexLock lock(&mu_);
-  // Reading responses nobody waits for, until none is pending.
+  // Reading one message of responses nobody waits for. One at a time, so
+  // that the reader never becomes the stream's reader for good while
+  // waiting threads keep operations pending (the worker merges what queued
+  // up into few messages).
   bool draining = false;
   auto must_read = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !reading_ && (needed_ > 0 || closing_ || write_failed_ ||
@@ -308,12 +311,12 @@ void StreamChannel::ReaderLoop() {
   while (!stop()) {
     if (must_read()) {
       reading_ = true;
+      draining = false;
       mu_.Unlock();
       ReadOnce();
       mu_.Lock();
       continue;
     }
-    draining = false;
     const int64_t read_before = messages_read_;
     const bool idle = pending_.empty();
     auto wake = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

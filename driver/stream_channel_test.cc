@@ -368,6 +368,28 @@ TEST(StreamChannelTest, ATimedWaitIsAnsweredWithoutDriving) {
   EXPECT_NE(transport.stream()->readers()[0], std::this_thread::get_id());
 }
 
+TEST(StreamChannelTest, ResponsesNobodyWaitsForAreReadByTheChannel) {
+  PullTransport transport;
+  StreamChannelOptions options;
+  options.coalescing_window = absl::ZeroDuration();
+  options.lazy_read_delay = absl::Milliseconds(1);
+  options.idle_check = absl::Milliseconds(1);
+  StreamChannel channel("core 0", "pull://", &transport, options);
+  auto [entry, op] = Op(1);
+  std::shared_ptr<CompletionEvent> event = op.event;
+  channel.Submit(std::move(entry), std::move(op));
+  // No waiter, no callback: the writer sends it and the reader reads its
+  // answer on their own (this loop never drives the stream).
+  while (channel.NumPendingForTesting() > 0) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_TRUE(event->Peek().has_value());
+  EXPECT_TRUE(event->Peek()->ok());
+  ASSERT_EQ(transport.stream()->readers().size(), 1u);
+  EXPECT_NE(transport.stream()->readers()[0], std::this_thread::get_id());
+  EXPECT_NE(transport.stream()->writers()[0], std::this_thread::get_id());
+}
+
 TEST(StreamChannelTest, ShutdownReleasesAThreadWaitingInsideARead) {
   PullTransport transport;
   StreamChannel channel("core 0", "pull://", &transport, OnlyWhenAsked());
