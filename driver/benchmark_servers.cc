@@ -12,11 +12,13 @@
 namespace tpu::driver {
 namespace {
 
-// Starts a server child with its files in `dir`; returns its "host:port".
-// It is kept (and killed with this process) until the process exits.
+// Starts a server child with its files in `dir`; returns its "host:port"
+// (and its pid in `pid`, if not null). It is kept (and killed with this
+// process) until the process exits.
 absl::StatusOr<std::string> StartChild(std::vector<std::string> argv,
                                        const std::string& dir,
-                                       const std::string& name) {
+                                       const std::string& name,
+                                       int* pid = nullptr) {
   static auto* children =
       new std::vector<std::unique_ptr<tools::ServerProcess>>();
   absl::StatusOr<std::unique_ptr<tools::ServerProcess>> child =
@@ -24,6 +26,7 @@ absl::StatusOr<std::string> StartChild(std::vector<std::string> argv,
                                   absl::Seconds(30));
   if (!child.ok()) return child.status();
   children->push_back(*std::move(child));
+  if (pid != nullptr) *pid = children->back()->process().pid();
   return children->back()->address();
 }
 
@@ -66,7 +69,7 @@ absl::StatusOr<BenchmarkTargets> StartBenchmarkServers(
          absl::StrCat("--chips=", topology.chips),
          absl::StrCat("--cores_per_chip=", topology.cores_per_chip),
          absl::StrCat("--hbm_bytes_per_core=", topology.hbm_bytes_per_core)},
-        dir, "tpu_emulator");
+        dir, "tpu_emulator", &targets.worker_pid);
     if (!emulator.ok()) return emulator.status();
     targets.worker = absl::StrCat("grpc://", *emulator);
     targets.unix_worker = absl::StrCat("grpc://unix:", socket);

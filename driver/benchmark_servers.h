@@ -43,6 +43,8 @@ struct BenchmarkTargets {
   std::string ack_server;   // host:port
   std::string ack_server_unix;  // unix:PATH, the same server
   std::string local;            // local://?chips=...
+  // The tpu_emulator child serving `worker`; 0 for --grpc_target.
+  int worker_pid = 0;
 };
 
 // Starts the child processes the flags ask for; they live until this

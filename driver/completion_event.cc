@@ -13,7 +13,27 @@ std::shared_ptr<CompletionEvent> CompletionEvent::Done(absl::Status status,
   return event;
 }
 
+std::shared_ptr<EventDriver> CompletionEvent::PendingDriver() {
+  absl::MutexLock lock(&mu_);
+  return done_ ? nullptr : driver_;
+}
+
+void CompletionEvent::SetDriver(std::shared_ptr<EventDriver> driver) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (done_) return;
+    driver_ = driver;
+    if (callbacks_.empty()) return;
+  }
+  // Callbacks added before (an operation held on the client until its
+  // dependencies completed) wait without driving.
+  driver->NeedsCompletion(*this);
+}
+
 absl::Status CompletionEvent::Await() {
+  if (std::shared_ptr<EventDriver> driver = PendingDriver()) {
+    driver->DriveUntilComplete(*this);
+  }
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(&done_));
   return status_;
@@ -21,6 +41,9 @@ absl::Status CompletionEvent::Await() {
 
 std::optional<absl::Status> CompletionEvent::AwaitWithTimeout(
     absl::Duration timeout) {
+  if (std::shared_ptr<EventDriver> driver = PendingDriver()) {
+    driver->NeedsCompletion(*this);
+  }
   absl::MutexLock lock(&mu_);
   if (!mu_.AwaitWithTimeout(absl::Condition(&done_), timeout)) {
     return std::nullopt;
@@ -30,25 +53,35 @@ std::optional<absl::Status> CompletionEvent::AwaitWithTimeout(
 
 void CompletionEvent::AddCallback(std::function<void(absl::Status)> callback) {
   absl::Status status;
+  std::shared_ptr<EventDriver> driver;
   {
     absl::MutexLock lock(&mu_);
     if (!done_) {
       callbacks_.push_back(std::move(callback));
-      return;
+      driver = driver_;
+      if (driver == nullptr) return;
+    } else {
+      status = status_;
     }
-    status = status_;
+  }
+  if (driver != nullptr) {
+    // Nobody may wait for it on a thread that could drive it.
+    driver->NeedsCompletion(*this);
+    return;
   }
   callback(std::move(status));
 }
 
 bool CompletionEvent::Complete(absl::Status status) {
   std::vector<std::function<void(absl::Status)>> callbacks;
+  std::shared_ptr<EventDriver> driver;  // released outside the lock
   {
     absl::MutexLock lock(&mu_);
     if (done_) return false;
     done_ = true;
     status_ = status;
     callbacks.swap(callbacks_);
+    driver.swap(driver_);
   }
   for (auto& callback : callbacks) callback(status);
   return true;
@@ -57,12 +90,14 @@ bool CompletionEvent::Complete(absl::Status status) {
 bool CompletionEvent::CompleteDeferringCallbacks(absl::Status status,
                                                  const Deferrer& defer) {
   std::vector<std::function<void(absl::Status)>> callbacks;
+  std::shared_ptr<EventDriver> driver;  // released outside the lock
   {
     absl::MutexLock lock(&mu_);
     if (done_) return false;
     done_ = true;
     status_ = status;
     callbacks.swap(callbacks_);
+    driver.swap(driver_);
   }
   for (auto& callback : callbacks) {
     defer([callback = std::move(callback), status] { callback(status); });

@@ -14,28 +14,35 @@
 // Counters: GBps (the driver), baseline_GBps, ratio (driver / baseline);
 // for grpc:// also bare_grpc_GBps, the same messages on a bare gRPC stream
 // (driver/transfer_baselines.h), and of_bare_grpc (driver / bare stream);
-// for grpc://unix: raw_unix_over_tcp, the kernel's own ratio; p50_us /
-// p99_us for the round trip, bare_grpc_rtt_us for one message and its answer
-// on the bare stream, tcp_p50_us and ratio for grpc://unix:; ops_per_s for
-// pipelined small ops.
+// for grpc://unix: raw_unix_over_tcp, the kernel's own ratio, and
+// bare_grpc_unix_over_tcp, bare gRPC's own (the floor under ours); p50_us /
+// p99_us for the round trip, bare_grpc_p50_us for one message and its answer
+// on the bare stream (interleaved), tcp_p50_us and ratio for grpc://unix:;
+// ops_per_s for pipelined small ops.
 // Goals (issue 3): H2D/D2H >= 50% of loopback TCP; round trip p50 < 250 us;
 // pipelined >= 20,000 ops/s. Issue 16: over the Unix socket, round trip p50
 // <= 0.6 of TCP's, 256 MiB transfers >= 1.5x TCP's.
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
 #include "driver/benchmark_servers.h"
 #include "driver/driver_registry.h"
+#include "driver/grpc/grpc_transport.h"
 #include "driver/transfer_baselines.h"
 #include "hlo/host_memory.h"
 
@@ -204,6 +211,19 @@ void ReportThroughput(benchmark::State& state, Backend backend, bool to_device,
       // The kernel's own ratio: the most the fast path could gain.
       state.counters["raw_unix_over_tcp"] =
           UnixSocketBytesPerSecond(bytes) / LoopbackTcpBytesPerSecond(bytes);
+      {
+        // gRPC's own: the same messages on a bare gRPC stream to the ack
+        // server, over its Unix socket and over loopback TCP.
+        const int messages = std::max<int>(4, (int64_t{1} << 30) / bytes);
+        const double unix_bare =
+            BareGrpcBytesPerSecond(targets->ack_server_unix, bytes, in_flight,
+                                   messages, /*to_server=*/to_device);
+        const double tcp_bare =
+            BareGrpcBytesPerSecond(targets->ack_server, bytes, in_flight,
+                                   messages, /*to_server=*/to_device);
+        state.counters["bare_grpc_unix_over_tcp"] =
+            tcp_bare > 0 ? unix_bare / tcp_bare : 0;
+      }
       break;
     case Backend::kLocal:
       baseline = MemcpyBytesPerSecond(bytes);
@@ -331,70 +351,127 @@ class TinyProgramRunner {
   absl::Status status_;
 };
 
-// Microseconds of one 16-byte message and its answer on a bare gRPC stream
-// to `address`, averaged over 2000; 0 on failure.
-double BareGrpcRoundTripMicros(const std::string& address) {
-  const double rate = BareGrpcBytesPerSecond(address, 16, 1, 2000,
-                                             /*to_server=*/true);
-  return rate > 0 ? 16 / rate * 1e6 : 0;
-}
-
 double Percentile(std::vector<double> values, int percent) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
   return values[values.size() * percent / 100];
 }
 
-// Counters: p50_us, p99_us; for grpc:// and grpc://unix: the bare gRPC
-// stream's round trip over the same socket (bare_grpc_rtt_us); for
-// grpc://unix: also the p50 of the same round trip over loopback TCP to the
-// same worker (tcp_p50_us), interleaved with the Unix socket's so both see
-// the same machine, ratio = p50_us / tcp_p50_us, and bare_grpc_ratio, the
-// bare stream's Unix / TCP round trip (gRPC's own floor for that ratio).
+// A bare gRPC stream to the ack server at `address`, or null after skipping
+// the benchmark.
+std::unique_ptr<BareGrpcStream> BareOrSkip(const std::string& address,
+                                           benchmark::State& state) {
+  std::unique_ptr<BareGrpcStream> bare = BareGrpcStream::Open(address);
+  if (bare == nullptr) {
+    state.SkipWithError(
+        absl::StrCat("cannot open a bare gRPC stream to ", address).c_str());
+  }
+  return bare;
+}
+
+// Counters: p50_us, p99_us. For grpc:// and grpc://unix:, measured
+// interleaved with the round trips so that both see the same machine: one
+// 16-byte message and its answer on a bare gRPC stream over the same kind of
+// socket (bare_grpc_p50_us, gRPC's own floor) and of_bare_grpc = p50_us /
+// bare_grpc_p50_us; for grpc:// also the messages each way per round trip
+// (requests_per_rtt, responses_per_rtt). For grpc://unix:, also the same
+// round trip over loopback TCP to the same worker (tcp_p50_us), ratio =
+// p50_us / tcp_p50_us, and bare_grpc_ratio, the bare stream's Unix / TCP
+// p50 (gRPC's own floor for that ratio).
 void BM_TinyProgramRoundTrip(benchmark::State& state, Backend backend) {
   TpuDriver* driver = DriverOrSkip(backend, state);
   if (driver == nullptr) return;
   TinyProgramRunner runner(driver);
   std::unique_ptr<TinyProgramRunner> tcp;
+  std::unique_ptr<BareGrpcStream> bare, bare_tcp;
+  if (backend != Backend::kLocal) {
+    bare = BareOrSkip(backend == Backend::kUnix ? targets->ack_server_unix
+                                                : targets->ack_server,
+                      state);
+    if (bare == nullptr) return;
+  }
   if (backend == Backend::kUnix) {
     tcp = std::make_unique<TinyProgramRunner>(DriverFor(Backend::kGrpc));
+    bare_tcp = BareOrSkip(targets->ack_server, state);
+    if (bare_tcp == nullptr) return;
   }
-  std::vector<double> latencies, tcp_latencies;
+  std::vector<double> latencies, tcp_latencies, bare_latencies,
+      bare_tcp_latencies;
+  const GrpcStreamMessageCounts before = GrpcStreamMessagesSoFar();
   for (auto _ : state) {
     latencies.push_back(runner.RunOnce());
+    if (bare == nullptr) continue;
+    state.PauseTiming();
+    bare_latencies.push_back(bare->RoundTripMicros());
     if (tcp != nullptr) {
-      state.PauseTiming();
       tcp_latencies.push_back(tcp->RunOnce());
-      state.ResumeTiming();
+      bare_tcp_latencies.push_back(bare_tcp->RoundTripMicros());
     }
+    state.ResumeTiming();
   }
   Check(runner.status(), state);
-  state.counters["p50_us"] = Percentile(latencies, 50);
+  if (backend == Backend::kGrpc) {
+    // How well the round trip's seven operations are batched: each way, one
+    // message per round trip is the least (the deallocations ride with the
+    // next round trip's entries).
+    const GrpcStreamMessageCounts after = GrpcStreamMessagesSoFar();
+    const double n = static_cast<double>(state.iterations());
+    state.counters["requests_per_rtt"] =
+        (after.requests_written - before.requests_written) / n;
+    state.counters["responses_per_rtt"] =
+        (after.responses_read - before.responses_read) / n;
+  }
+  const double p50 = Percentile(latencies, 50);
+  state.counters["p50_us"] = p50;
   state.counters["p99_us"] = Percentile(latencies, 99);
+  if (bare == nullptr) return;
+  const double bare_p50 = Percentile(bare_latencies, 50);
+  if (Percentile(bare_latencies, 0) < 0) {
+    state.SkipWithError("the bare gRPC stream broke");
+    return;
+  }
+  state.counters["bare_grpc_p50_us"] = bare_p50;
+  state.counters["of_bare_grpc"] = p50 / bare_p50;
   if (tcp != nullptr) {
     Check(tcp->status(), state);
-    state.counters["tcp_p50_us"] = Percentile(tcp_latencies, 50);
-    state.counters["ratio"] =
-        Percentile(latencies, 50) / Percentile(tcp_latencies, 50);
-  }
-  if (backend != Backend::kLocal) {
-    // The floor: one 16-byte message and its answer on a bare gRPC stream,
-    // over the same kind of socket.
-    const double rtt = BareGrpcRoundTripMicros(backend == Backend::kUnix
-                                                   ? targets->ack_server_unix
-                                                   : targets->ack_server);
-    state.counters["bare_grpc_rtt_us"] = rtt;
-    if (backend == Backend::kUnix) {
-      state.counters["bare_grpc_ratio"] =
-          rtt / BareGrpcRoundTripMicros(targets->ack_server);
-    }
+    const double tcp_p50 = Percentile(tcp_latencies, 50);
+    state.counters["tcp_p50_us"] = tcp_p50;
+    state.counters["ratio"] = p50 / tcp_p50;
+    state.counters["bare_grpc_ratio"] =
+        bare_p50 / Percentile(bare_tcp_latencies, 50);
   }
 }
 
 // --- Pipelined small operations ----------------------------------------------
 
+// CPU seconds (user + system) process `pid` used so far; 0 if unknown.
+double ProcessCpuSeconds(int pid) {
+  std::ifstream file(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (pid <= 0 || !std::getline(file, line)) return 0;
+  // Fields after the command (which may hold spaces): state is field 3,
+  // utime and stime are fields 14 and 15, in clock ticks.
+  const size_t end_of_command = line.rfind(')');
+  if (end_of_command == std::string::npos) return 0;
+  std::vector<std::string> fields =
+      absl::StrSplit(line.substr(end_of_command + 2), ' ');
+  if (fields.size() < 13) return 0;
+  double utime = 0, stime = 0;
+  if (!absl::SimpleAtod(fields[11], &utime) ||
+      !absl::SimpleAtod(fields[12], &stime)) {
+    return 0;
+  }
+  return (utime + stime) / sysconf(_SC_CLK_TCK);
+}
+
 // Many independent 64-byte transfers in flight at once; the issuing thread
 // never waits until the end of the batch.
+//
+// Counters: ops_per_s; for grpc:// and grpc://unix: also the entries per
+// message each way, and the CPU each side spends per operation
+// (client_cpu_us_per_op; worker_cpu_us_per_op, when the benchmark started
+// the worker): with two cores shared by both processes, ops_per_s cannot
+// exceed 1e6 / max(client, worker) nor 2e6 / (client + worker).
 void BM_PipelinedSmallOps(benchmark::State& state, Backend backend) {
   TpuDriver* driver = DriverOrSkip(backend, state);
   if (driver == nullptr) return;
@@ -404,6 +481,9 @@ void BM_PipelinedSmallOps(benchmark::State& state, Backend backend) {
   Check(buffer->OnReady()->Await(), state);
   Clock::duration total{};
   std::vector<std::shared_ptr<Event>> events(kOps);
+  const GrpcStreamMessageCounts before = GrpcStreamMessagesSoFar();
+  const double client_cpu_before = ProcessCpuSeconds(getpid());
+  const double worker_cpu_before = ProcessCpuSeconds(targets->worker_pid);
   for (auto _ : state) {
     const auto start = Clock::now();
     for (int i = 0; i < kOps; ++i) {
@@ -413,8 +493,25 @@ void BM_PipelinedSmallOps(benchmark::State& state, Backend backend) {
     total += Clock::now() - start;
   }
   Check(driver->Deallocate(std::move(buffer), {})->Await(), state);
-  state.counters["ops_per_s"] =
-      kOps * static_cast<double>(state.iterations()) / Seconds(total);
+  const double ops = kOps * static_cast<double>(state.iterations());
+  state.counters["ops_per_s"] = ops / Seconds(total);
+  const double client_cpu = ProcessCpuSeconds(getpid()) - client_cpu_before;
+  state.counters["client_cpu_us_per_op"] = client_cpu / ops * 1e6;
+  if (backend != Backend::kLocal && targets->worker_pid > 0) {
+    state.counters["worker_cpu_us_per_op"] =
+        (ProcessCpuSeconds(targets->worker_pid) - worker_cpu_before) / ops *
+        1e6;
+  }
+  if (backend != Backend::kLocal) {
+    // Entries per StreamRequest and per StreamResponse: the batching.
+    const GrpcStreamMessageCounts after = GrpcStreamMessagesSoFar();
+    state.counters["ops_per_request"] =
+        ops /
+        std::max<int64_t>(1, after.requests_written - before.requests_written);
+    state.counters["ops_per_response"] =
+        ops /
+        std::max<int64_t>(1, after.responses_read - before.responses_read);
+  }
 }
 
 // {bytes, transfers in flight}.

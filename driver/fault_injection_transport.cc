@@ -52,6 +52,8 @@ class FaultStream : public TransportStream {
     if (state_->broken()) return false;
     return base_->Write(batch);
   }
+  bool ReadsOnDemand() const override { return base_->ReadsOnDemand(); }
+  bool ReadNext() override { return base_->ReadNext(); }
   void WritesDone() override { base_->WritesDone(); }
   void Cancel() override { base_->Cancel(); }
 

@@ -8,11 +8,60 @@
 namespace tpu::driver {
 namespace {
 
-// How deep the calling thread is inside inline writes (Submit on a transport
-// whose writes never block): completions there defer their callbacks.
-thread_local int tls_inline_writes = 0;
+// How deep the calling thread is inside I/O it does for a caller (Submit on a
+// transport whose writes never block, or an Await driving the stream): it
+// may hold its caller's locks, so completions there defer their callbacks.
+thread_local int tls_caller_io = 0;
+
+// The writer sends queued entries at once when this many are queued.
+constexpr size_t kFlushAtEntries = 256;
 
 }  // namespace
+
+// The EventDriver of this channel's events (completion_event.h). Events may
+// outlive the channel: Shutdown detaches it, after which it does nothing.
+class StreamChannel::Progress : public EventDriver {
+ public:
+  explicit Progress(StreamChannel* channel) : channel_(channel) {}
+
+  void DriveUntilComplete(const CompletionEvent& event) override {
+    StreamChannel* channel = Enter();
+    if (channel == nullptr) return;
+    channel->Drive(event.id().AsInt());
+    Leave();
+  }
+
+  void NeedsCompletion(const CompletionEvent& event) override {
+    StreamChannel* channel = Enter();
+    if (channel == nullptr) return;
+    channel->MarkNeeded(event.id().AsInt());
+    Leave();
+  }
+
+  // No call reaches the channel after this returns; waits for those inside,
+  // which return once the stream is cancelled.
+  void Detach() {
+    absl::MutexLock lock(&mu_);
+    channel_ = nullptr;
+    mu_.Await(absl::Condition(
+        +[](int* active) { return *active == 0; }, &active_));
+  }
+
+ private:
+  StreamChannel* Enter() {
+    absl::MutexLock lock(&mu_);
+    if (channel_ != nullptr) ++active_;
+    return channel_;
+  }
+  void Leave() {
+    absl::MutexLock lock(&mu_);
+    --active_;
+  }
+
+  absl::Mutex mu_;
+  StreamChannel* channel_ ABSL_GUARDED_BY(mu_);
+  int active_ ABSL_GUARDED_BY(mu_) = 0;
+};
 
 absl::Status StatusFromWire(const tpu_driver::StatusMessage& message) {
   const int code = message.code();
@@ -25,10 +74,12 @@ absl::Status StatusFromWire(const tpu_driver::StatusMessage& message) {
 }
 
 StreamChannel::StreamChannel(std::string name, std::string address,
-                             Transport* transport)
+                             Transport* transport,
+                             const StreamChannelOptions& options)
     : name_(std::move(name)),
       address_(std::move(address)),
-      transport_(transport) {
+      transport_(transport),
+      options_(options) {
   StreamCallbacks callbacks;
   callbacks.on_response = [this](const tpu_driver::StreamResponse& response) {
     OnResponse(response);
@@ -39,7 +90,12 @@ StreamChannel::StreamChannel(std::string name, std::string address,
   };
   stream_ = transport_->OpenStream(std::move(callbacks));
   write_inline_ = stream_->WritesWithoutBlocking();
+  read_on_demand_ = stream_->ReadsOnDemand();
   writer_ = std::thread([this] { WriterLoop(); });
+  if (read_on_demand_) {
+    progress_ = std::make_shared<Progress>(this);
+    reader_ = std::thread([this] { ReaderLoop(); });
+  }
 }
 
 StreamChannel::~StreamChannel() {
@@ -47,9 +103,13 @@ StreamChannel::~StreamChannel() {
            absl::StrCat("the TPU driver for ", address_, " was destroyed"));
 }
 
-void StreamChannel::Submit(OutgoingEntry entry, PendingOp op) {
+void StreamChannel::Submit(OutgoingEntry&& entry, PendingOp op) {
   const uint64_t wire_id = entry.entry.operation_id();
+  // Waiting for it goes through this channel once it is pending.
+  std::shared_ptr<CompletionEvent> driven =
+      progress_ != nullptr ? op.event : nullptr;
   absl::Status refused;
+  bool write_now = false;
   {
     absl::MutexLock lock(&mu_);
     if (ended_ || shut_down_) {
@@ -59,19 +119,20 @@ void StreamChannel::Submit(OutgoingEntry entry, PendingOp op) {
           EventId::FromInt(wire_id).ToString(),
           " was issued while the TPU driver for ", address_, " was closing"));
     } else {
-      pending_.emplace(wire_id, std::move(op));
+      pending_.emplace(wire_id, Pending{std::move(op)});
       queue_.push_back(std::move(entry));
       // Whoever is writing already (another thread, or this one further up
       // the stack when a response's callback submits) takes it along.
-      if (!write_inline_ || writing_) return;
-      writing_ = true;
+      write_now = write_inline_ && !writing_;
+      if (write_now) writing_ = true;
     }
   }
-  if (refused.ok()) {
-    WriteQueued();
+  if (!refused.ok()) {
+    op.event->Complete(std::move(refused));
     return;
   }
-  op.event->Complete(std::move(refused));
+  if (driven != nullptr) driven->SetDriver(progress_);
+  if (write_now) WriteQueued();
 }
 
 void StreamChannel::WriteQueued() {
@@ -85,9 +146,9 @@ void StreamChannel::WriteQueued() {
       }
       batch.swap(queue_);
     }
-    ++tls_inline_writes;
+    ++tls_caller_io;
     const bool written = stream_->Write(batch);
-    --tls_inline_writes;
+    --tls_caller_io;
     batch.clear();
     if (!written) {
       absl::MutexLock lock(&mu_);
@@ -100,7 +161,7 @@ void StreamChannel::WriteQueued() {
 
 void StreamChannel::Complete(const std::shared_ptr<CompletionEvent>& event,
                              absl::Status status) {
-  if (tls_inline_writes == 0) {
+  if (tls_caller_io == 0) {
     event->Complete(std::move(status));
     return;
   }
@@ -134,10 +195,13 @@ void StreamChannel::Shutdown(absl::StatusCode code, const std::string& reason) {
     writer_exit_ = true;
   }
   // stream_ is only reset below, by the one thread that joins the writer
-  // (which exits only once no submitting thread is inside Write).
+  // (which exits only once no submitting thread is inside Write) and the
+  // reader, once no waiting thread drives the stream.
   if (writer_.joinable()) {
     stream_->Cancel();
+    if (progress_ != nullptr) progress_->Detach();
     writer_.join();
+    if (reader_.joinable()) reader_.join();
     stream_.reset();  // Waits for on_done; no callback runs after this.
   }
   {
@@ -154,6 +218,8 @@ int64_t StreamChannel::NumPendingForTesting() {
 
 void StreamChannel::WriterLoop() {
   bool half_closed = false;
+  // The queue waited options_.coalescing_window: it goes out now.
+  bool window_passed = false;
   std::vector<OutgoingEntry> batch;
   std::vector<std::function<void()>> callbacks;
   while (true) {
@@ -174,6 +240,20 @@ void StreamChannel::WriterLoop() {
       } else if (writer_exit_ || ended_) {
         break;
       } else if (!queue_.empty()) {
+        if (read_on_demand_ && !window_passed && needed_ == 0 && !closing_) {
+          // A thread that awaits one of these operations sends them itself,
+          // then reads the answer, with no hand-off; give it the chance.
+          // Entries nobody waits for leave after the window.
+          auto flush_now = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            return writer_exit_ || ended_ || closing_ || needed_ > 0 ||
+                   queue_.size() >= kFlushAtEntries;
+          };
+          mu_.AwaitWithTimeout(absl::Condition(&flush_now),
+                               options_.coalescing_window);
+          window_passed = !queue_.empty();
+          continue;
+        }
+        window_passed = false;
         batch.swap(queue_);
         writing_ = true;
       } else {
@@ -186,11 +266,7 @@ void StreamChannel::WriterLoop() {
     } else if (!batch.empty()) {
       // Entries queued meanwhile form the next batch: the busier the
       // stream, the larger the batches.
-      const bool written = stream_->Write(batch);
-      batch.clear();
-      absl::MutexLock lock(&mu_);
-      writing_ = false;
-      if (!written) write_failed_ = true;  // on_done follows
+      WriteBatch(batch);
     } else {
       stream_->WritesDone();
     }
@@ -203,20 +279,125 @@ void StreamChannel::WriterLoop() {
   for (auto& callback : callbacks) callback();
 }
 
+void StreamChannel::WriteBatch(std::vector<OutgoingEntry>& batch) {
+  const bool written = stream_->Write(batch);
+  batch.clear();
+  absl::MutexLock lock(&mu_);
+  writing_ = false;
+  if (!written) write_failed_ = true;  // on_done follows
+}
+
+void StreamChannel::ReadOnce() {
+  const bool more = stream_->ReadNext();
+  absl::MutexLock lock(&mu_);
+  reading_ = false;
+  if (!more) read_ended_ = true;
+}
+
+void StreamChannel::ReaderLoop() {
+  absl::MutexLock lock(&mu_);
+  // Reading one message of responses nobody waits for. One at a time, so
+  // that the reader never becomes the stream's reader for good while
+  // waiting threads keep operations pending (the worker merges what queued
+  // up into few messages).
+  bool draining = false;
+  auto must_read = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !reading_ && (needed_ > 0 || closing_ || write_failed_ ||
+                         (draining && !pending_.empty()));
+  };
+  auto stop = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return writer_exit_ || ended_ || read_ended_;
+  };
+  while (!stop()) {
+    if (must_read()) {
+      reading_ = true;
+      draining = false;
+      mu_.Unlock();
+      ReadOnce();
+      mu_.Lock();
+      continue;
+    }
+    const int64_t read_before = messages_read_;
+    const bool idle = pending_.empty();
+    auto wake = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stop() || must_read();
+    };
+    if (mu_.AwaitWithTimeout(
+            absl::Condition(&wake),
+            idle ? options_.idle_check : options_.lazy_read_delay)) {
+      continue;
+    }
+    // Responses nobody asked for and nobody read meanwhile: read them, so
+    // that they do not pile up in the worker.
+    draining = !reading_ && !pending_.empty() && messages_read_ == read_before;
+  }
+}
+
+void StreamChannel::Drive(uint64_t wire_id) {
+  std::vector<OutgoingEntry> batch;
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    auto it = pending_.find(wire_id);
+    // Answered already, or answered with an error once the stream ends.
+    if (it == pending_.end() || ended_ || read_ended_ || writer_exit_) return;
+    if (!queue_.empty() && !writing_ && !write_failed_) {
+      // Its entry may still be queued: send it, with everything before it.
+      writing_ = true;
+      batch.swap(queue_);
+      mu_.Unlock();
+      ++tls_caller_io;
+      WriteBatch(batch);
+      --tls_caller_io;
+      mu_.Lock();
+      continue;
+    }
+    if (!reading_) {
+      reading_ = true;
+      mu_.Unlock();
+      ++tls_caller_io;
+      ReadOnce();
+      --tls_caller_io;
+      mu_.Lock();
+      continue;
+    }
+    // Another thread reads: it must go on until this operation is answered.
+    MarkNeededLocked(it->second);
+    return;
+  }
+}
+
+void StreamChannel::MarkNeeded(uint64_t wire_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = pending_.find(wire_id);
+  if (it != pending_.end()) MarkNeededLocked(it->second);
+}
+
+void StreamChannel::MarkNeededLocked(Pending& pending) {
+  if (pending.needed) return;
+  pending.needed = true;
+  ++needed_;
+}
+
+bool StreamChannel::TakePendingLocked(uint64_t wire_id, PendingOp* op) {
+  auto it = pending_.find(wire_id);
+  if (it == pending_.end()) return false;
+  if (it->second.needed) --needed_;
+  *op = std::move(it->second.op);
+  pending_.erase(it);
+  return true;
+}
+
 void StreamChannel::OnResponse(const tpu_driver::StreamResponse& response) {
   const int n = response.entry_size();
   std::vector<PendingOp> ops(n);
   std::vector<bool> found(n, false);
   {
     absl::MutexLock lock(&mu_);
+    ++messages_read_;
     for (int i = 0; i < n; ++i) {
-      auto it = pending_.find(response.entry(i).operation_id());
       // An unknown id is a response we no longer wait for (the operation
       // already failed locally) or a confused worker; either way, ignore it.
-      if (it == pending_.end()) continue;
-      ops[i] = std::move(it->second);
-      pending_.erase(it);
-      found[i] = true;
+      found[i] = TakePendingLocked(response.entry(i).operation_id(), &ops[i]);
     }
   }
   for (int i = 0; i < n; ++i) {
@@ -227,15 +408,15 @@ void StreamChannel::OnResponse(const tpu_driver::StreamResponse& response) {
 void* StreamChannel::TransferDestination(uint64_t wire_id, int64_t bytes) {
   absl::MutexLock lock(&mu_);
   auto it = pending_.find(wire_id);
-  if (it == pending_.end() || it->second.transfer_bytes != bytes ||
-      it->second.transfer_dst == nullptr) {
+  if (it == pending_.end() || it->second.op.transfer_bytes != bytes ||
+      it->second.op.transfer_dst == nullptr) {
     return nullptr;  // Unknown or wrong size: checked with the response.
   }
   // Safe to write outside the lock: the operation completes (and its
   // destination may be released) only on this same thread, after this copy,
   // or once the transport is gone.
-  it->second.delivered = true;
-  return it->second.transfer_dst;
+  it->second.op.delivered = true;
+  return it->second.op.transfer_dst;
 }
 
 void StreamChannel::CompleteFromResponse(
@@ -289,10 +470,11 @@ void StreamChannel::FailAllPending() {
   {
     absl::MutexLock lock(&mu_);
     failed.reserve(pending_.size());
-    for (auto& [wire_id, op] : pending_) {
-      failed.emplace_back(std::move(op), EndedStatus(wire_id));
+    for (auto& [wire_id, pending] : pending_) {
+      failed.emplace_back(std::move(pending.op), EndedStatus(wire_id));
     }
     pending_.clear();
+    needed_ = 0;
     queue_.clear();
   }
   for (auto& [op, status] : failed) Complete(op.event, std::move(status));

@@ -6,6 +6,15 @@
 // (or, when the transport's writes never block, by the submitting thread),
 // and the table of operations awaiting their response on this stream.
 //
+// When the transport reads on demand (gRPC), a thread that awaits an
+// operation does the I/O itself: it writes what is still queued and reads
+// responses until its own arrives, so a round trip involves no thread
+// hand-off on the client, as on a bare gRPC stream. Other operations it
+// completes run their callbacks on the writer thread. A reader thread reads
+// when someone waits without driving (callbacks, timed waits), when the
+// stream closes or breaks, and responses nobody asked for (see
+// StreamChannelOptions).
+//
 // Every operation given to Submit completes exactly once: with its response,
 // or with an error when the stream breaks (UNAVAILABLE naming the worker) or
 // the driver closes (ABORTED). No caller waits forever.
@@ -42,11 +51,26 @@ struct PendingOp {
   std::shared_ptr<xla::ProgramShapeProto> program_shape;
 };
 
+// When a channel whose transport reads on demand sends and reads by itself.
+struct StreamChannelOptions {
+  // How long the writer leaves queued entries for a thread that awaits one
+  // of them to send them itself; sooner when someone waits for one without
+  // driving (a callback, a timed wait) or when 256 entries are queued.
+  absl::Duration coalescing_window = absl::Microseconds(50);
+  // Responses nobody waits for are read by the reader thread once nobody
+  // read any for this long: they cost nothing while unread, and a thread
+  // that awaits one reads them itself.
+  absl::Duration lazy_read_delay = absl::Milliseconds(10);
+  // How often an idle reader thread looks for such responses.
+  absl::Duration idle_check = absl::Milliseconds(100);
+};
+
 class StreamChannel {
  public:
   // `name` says which stream this is ("core 3", "host") and `address` which
   // worker, for error messages. REQUIRES: `transport` outlives this channel.
-  StreamChannel(std::string name, std::string address, Transport* transport);
+  StreamChannel(std::string name, std::string address, Transport* transport,
+                const StreamChannelOptions& options = StreamChannelOptions());
   // Cancels the stream if Shutdown was not called.
   ~StreamChannel();
 
@@ -55,7 +79,7 @@ class StreamChannel {
 
   // Queues `entry` for the worker; `op` says how to complete it. If the
   // stream has ended, op.event fails right away instead.
-  void Submit(OutgoingEntry entry, PendingOp op);
+  void Submit(OutgoingEntry&& entry, PendingOp op);
 
   // Graceful end: the writer sends what is queued, then half-closes; the
   // worker answers what is in flight and ends the stream.
@@ -73,7 +97,32 @@ class StreamChannel {
   int64_t NumPendingForTesting();
 
  private:
+  class Progress;
+  // An operation awaiting its response, and whether someone waits for it
+  // without driving the stream (then the reader thread must read).
+  struct Pending {
+    PendingOp op;
+    bool needed = false;
+  };
+
   void WriterLoop();
+  void ReaderLoop();
+  // Does the I/O that completes `wire_id` on the calling thread while it
+  // can (see Progress).
+  void Drive(uint64_t wire_id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Someone waits for `wire_id` without driving: the reader thread reads
+  // until it completes.
+  void MarkNeeded(uint64_t wire_id) ABSL_LOCKS_EXCLUDED(mu_);
+  void MarkNeededLocked(Pending& pending) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads one message on the calling thread. REQUIRES: the caller took the
+  // read turn (reading_); gives it back.
+  void ReadOnce() ABSL_LOCKS_EXCLUDED(mu_);
+  // Writes `batch` on the calling thread. REQUIRES: the caller took the
+  // write turn (writing_); gives it back.
+  void WriteBatch(std::vector<OutgoingEntry>& batch) ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes `wire_id` from pending_ (if there) into `op`.
+  bool TakePendingLocked(uint64_t wire_id, PendingOp* op)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes what is queued on the calling thread until the queue is empty.
   // REQUIRES: the caller took the write turn (writing_).
   void WriteQueued() ABSL_LOCKS_EXCLUDED(mu_);
@@ -96,10 +145,19 @@ class StreamChannel {
   const std::string name_;
   const std::string address_;
   Transport* const transport_;
+  const StreamChannelOptions options_;
 
   absl::Mutex mu_;
   std::vector<OutgoingEntry> queue_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, PendingOp> pending_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  // Pending operations marked needed.
+  int64_t needed_ ABSL_GUARDED_BY(mu_) = 0;
+  // Response messages read so far.
+  int64_t messages_read_ ABSL_GUARDED_BY(mu_) = 0;
+  // Some thread is inside stream_->ReadNext (the read turn).
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;
+  // ReadNext returned false: on_done ran.
+  bool read_ended_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool writer_exit_ ABSL_GUARDED_BY(mu_) = false;
   // Some thread is inside stream_->Write: writes take turns so that batches
@@ -123,7 +181,11 @@ class StreamChannel {
   std::unique_ptr<TransportStream> stream_;
   // stream_->WritesWithoutBlocking(): Submit writes on the caller's thread.
   bool write_inline_ = false;
+  // stream_->ReadsOnDemand(): events carry progress_, and reader_ runs.
+  bool read_on_demand_ = false;
+  std::shared_ptr<Progress> progress_;
   std::thread writer_;
+  std::thread reader_;
 };
 
 // The absl status carried by a response entry; codes outside absl's range

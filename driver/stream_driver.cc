@@ -1,13 +1,12 @@
 #include "driver/stream_driver.h"
 
-#include "proto/wait_report_text.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "proto/wait_report_text.h"
 
 namespace tpu::driver {
 
@@ -153,8 +152,7 @@ void StreamDriver::ShutdownChannels(bool graceful, absl::StatusCode code,
 }
 
 absl::StatusOr<std::string> StreamDriver::DescribeWaits() {
-  absl::StatusOr<tpu_emulator::WaitReport> report =
-      transport_->GetWaitReport();
+  absl::StatusOr<tpu_emulator::WaitReport> report = transport_->GetWaitReport();
   if (!report.ok()) return report.status();
   return wire::FormatWaitReport(*report);
 }
@@ -263,7 +261,7 @@ std::shared_ptr<CompletionEvent> StreamDriver::NewEvent() {
 }
 
 std::shared_ptr<CompletionEvent> StreamDriver::Issue(
-    StreamChannel* channel, OutgoingEntry entry, PendingOp op,
+    StreamChannel* channel, OutgoingEntry&& entry, PendingOp op,
     absl::Span<Event* const> wait_for,
     absl::Span<const std::shared_ptr<CompletionEvent>> named) {
   std::shared_ptr<CompletionEvent> event = op.event;

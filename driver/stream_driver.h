@@ -148,7 +148,7 @@ class StreamDriver : public TpuDriver {
   // operation's event. Fails the event up front on a closed driver or a
   // failed dependency. Returns op.event.
   std::shared_ptr<CompletionEvent> Issue(
-      StreamChannel* channel, OutgoingEntry entry, PendingOp op,
+      StreamChannel* channel, OutgoingEntry&& entry, PendingOp op,
       absl::Span<Event* const> wait_for,
       absl::Span<const std::shared_ptr<CompletionEvent>> named);
   void Release(const std::shared_ptr<HeldOp>& held);

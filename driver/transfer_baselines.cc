@@ -219,4 +219,54 @@ double BareGrpcBytesPerSecond(const std::string& address, int64_t message_bytes,
   return rate;
 }
 
+struct BareGrpcStream::State {
+  std::shared_ptr<grpc::Channel> channel;
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>>
+      stream;
+  char payload[16] = {};
+  grpc::ByteBuffer reply;
+};
+
+std::unique_ptr<BareGrpcStream> BareGrpcStream::Open(
+    const std::string& address) {
+  auto state = std::make_unique<State>();
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(std::numeric_limits<int>::max());
+  args.SetMaxSendMessageSize(std::numeric_limits<int>::max());
+  state->channel = grpc::CreateCustomChannel(
+      address, grpc::InsecureChannelCredentials(), args);
+  const grpc::internal::RpcMethod method(
+      "/tpu_driver.CloudTpuDriver/StreamExecute",
+      grpc::internal::RpcMethod::BIDI_STREAMING);
+  state->stream.reset(
+      grpc::internal::ClientReaderWriterFactory<
+          grpc::ByteBuffer, grpc::ByteBuffer>::Create(state->channel.get(),
+                                                      method, &state->context));
+  std::unique_ptr<BareGrpcStream> stream(new BareGrpcStream(std::move(state)));
+  // Connects, and pays the first message's costs untimed.
+  if (stream->RoundTripMicros() < 0) return nullptr;
+  return stream;
+}
+
+BareGrpcStream::BareGrpcStream(std::unique_ptr<State> state)
+    : state_(std::move(state)) {}
+
+BareGrpcStream::~BareGrpcStream() {
+  state_->stream->WritesDone();
+  (void)state_->stream->Finish();
+}
+
+double BareGrpcStream::RoundTripMicros() {
+  grpc::Slice slice(state_->payload, sizeof(state_->payload),
+                    grpc::Slice::STATIC_SLICE);
+  const grpc::ByteBuffer message(&slice, 1);
+  const auto start = Clock::now();
+  if (!state_->stream->Write(message) ||
+      !state_->stream->Read(&state_->reply)) {
+    return -1;
+  }
+  return Seconds(Clock::now() - start) * 1e6;
+}
+
 }  // namespace tpu::driver

@@ -43,6 +43,23 @@ std::unique_ptr<grpc::Server> StartAckServer(
 double BareGrpcBytesPerSecond(const std::string& address, int64_t message_bytes,
                               int in_flight, int messages, bool to_server);
 
+// A bare gRPC stream to an ack server, whose round trips a benchmark
+// interleaves with the driver's so that both see the same machine.
+class BareGrpcStream {
+ public:
+  // Null if the stream cannot be opened.
+  static std::unique_ptr<BareGrpcStream> Open(const std::string& address);
+  ~BareGrpcStream();
+
+  // Microseconds of one 16-byte message and its answer; negative on failure.
+  double RoundTripMicros();
+
+ private:
+  struct State;
+  explicit BareGrpcStream(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
 }  // namespace tpu::driver
 
 #endif  // SOFTWARE_TPU_DRIVER_TRANSFER_BASELINES_H_

@@ -10,8 +10,9 @@
 //
 // Thread safety: Transport is safe for concurrent use. A TransportStream's
 // Write and WritesDone are called from one thread at a time (the stream's
-// writer, or a submitting thread when WritesWithoutBlocking); Cancel may be
-// called from any thread at any time.
+// writer, a submitting thread when WritesWithoutBlocking, or a thread waiting
+// for its operation), ReadNext likewise (concurrently with a Write); Cancel
+// may be called from any thread at any time.
 
 #include <functional>
 #include <memory>
@@ -53,6 +54,19 @@ class TransportStream {
   // Write.
   virtual bool WritesWithoutBlocking() const { return false; }
 
+  // Responses arrive only while some thread is inside ReadNext (gRPC's
+  // synchronous API): the thread that waits for a response may read it
+  // itself, with no hand-off between threads. When false (the default), the
+  // transport delivers responses on its own threads and ReadNext is never
+  // called.
+  virtual bool ReadsOnDemand() const { return false; }
+
+  // Reads the next message and hands it to on_response on this thread; at
+  // the end of the stream runs on_done on this thread and returns false, as
+  // does every later call. Blocks until a message arrives or the stream ends
+  // (Cancel ends it). Called by one thread at a time.
+  virtual bool ReadNext() { return false; }
+
   // Half-closes: no more Writes. The worker then answers what is in flight and
   // ends the stream, which calls on_done. Does not wait for that.
   virtual void WritesDone() = 0;
@@ -62,9 +76,9 @@ class TransportStream {
   virtual void Cancel() = 0;
 };
 
-// Receives one stream's traffic. Called on transport threads, never
-// concurrently for one stream; on_done exactly once, after the last
-// on_response. Neither may block for long.
+// Receives one stream's traffic. Called on transport threads (or the thread
+// inside ReadNext), never concurrently for one stream; on_done exactly once,
+// after the last on_response. Neither may block for long.
 struct StreamCallbacks {
   std::function<void(const tpu_driver::StreamResponse&)> on_response;
   // OK when the worker ended the stream normally after WritesDone.

@@ -1,6 +1,7 @@
 #include "driver/grpc/grpc_transport.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <limits>
 #include <thread>
@@ -36,12 +37,19 @@ absl::Status FromGrpc(const grpc::Status& status) {
                       status.error_message());
 }
 
+// Relaxed counters: one increment per message costs nothing measurable.
+std::atomic<int64_t> requests_written{0};
+std::atomic<int64_t> responses_read{0};
+
 std::unique_ptr<grpc::ClientContext> UnaryContext() {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() + kUnaryDeadline);
   return context;
 }
 
+// Reads on demand: no thread of its own. The StreamChannel's waiting
+// thread (or its reader thread) reads, so a round trip's response wakes the
+// thread that waits for it directly, as a bare gRPC stream's does.
 class GrpcTransportStream : public TransportStream {
  public:
   GrpcTransportStream(grpc::Channel* channel, StreamCallbacks callbacks)
@@ -52,12 +60,14 @@ class GrpcTransportStream : public TransportStream {
     stream_.reset(grpc::internal::ClientReaderWriterFactory<
                   grpc::ByteBuffer, grpc::ByteBuffer>::Create(channel, *method,
                                                               &context_));
-    reader_ = std::thread([this] { ReadLoop(); });
   }
 
   ~GrpcTransportStream() override {
     Cancel();
-    reader_.join();
+    // Whoever read last left the stream before it ended: finish it here, so
+    // on_done runs once, as the contract says.
+    while (ReadNext()) {
+    }
   }
 
   bool Write(std::vector<OutgoingEntry>& batch) override {
@@ -66,8 +76,42 @@ class GrpcTransportStream : public TransportStream {
       grpc::WriteOptions options;
       options.set_no_compression();
       if (!stream_->Write(message, options)) return false;
+      requests_written.fetch_add(1, std::memory_order_relaxed);
     }
     return true;
+  }
+
+  bool ReadsOnDemand() const override { return true; }
+
+  bool ReadNext() override {
+    if (read_ended_) return false;
+    absl::Status failure;
+    if (stream_->Read(&buffer_)) {
+      responses_read.fetch_add(1, std::memory_order_relaxed);
+      absl::Status parsed = DecodeStreamResponse(
+          buffer_, callbacks_.transfer_destination, &response_);
+      buffer_.Clear();
+      if (parsed.ok()) {
+        callbacks_.on_response(response_);
+        return true;
+      }
+      // A response we cannot decode leaves its operations unanswerable:
+      // end the stream so they fail instead of waiting forever.
+      failure = parsed;
+      context_.TryCancel();
+      while (stream_->Read(&buffer_)) {
+      }
+      buffer_.Clear();
+    }
+    read_ended_ = true;
+    absl::Status status = FromGrpc(stream_->Finish());
+    if (!failure.ok()) status = failure;
+    {
+      absl::MutexLock lock(&mu_);
+      ended_ = true;
+    }
+    callbacks_.on_done(status);
+    return false;
   }
 
   void WritesDone() override { stream_->WritesDone(); }
@@ -79,44 +123,26 @@ class GrpcTransportStream : public TransportStream {
   }
 
  private:
-  void ReadLoop() {
-    grpc::ByteBuffer buffer;
-    tpu_driver::StreamResponse response;
-    absl::Status failure;
-    while (stream_->Read(&buffer)) {
-      absl::Status parsed = DecodeStreamResponse(
-          buffer, callbacks_.transfer_destination, &response);
-      buffer.Clear();
-      if (!parsed.ok()) {
-        // A response we cannot decode leaves its operations unanswerable:
-        // end the stream so they fail instead of waiting forever.
-        failure = parsed;
-        context_.TryCancel();
-        while (stream_->Read(&buffer)) {
-        }
-        break;
-      }
-      callbacks_.on_response(response);
-    }
-    absl::Status status = FromGrpc(stream_->Finish());
-    if (!failure.ok()) status = failure;
-    {
-      absl::MutexLock lock(&mu_);
-      ended_ = true;
-    }
-    callbacks_.on_done(status);
-  }
-
   const StreamCallbacks callbacks_;
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>>
       stream_;
+  // Used only by the one thread inside ReadNext (callers take turns).
+  grpc::ByteBuffer buffer_;
+  tpu_driver::StreamResponse response_;
+  bool read_ended_ = false;
   absl::Mutex mu_;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread reader_;
 };
 
 }  // namespace
+
+GrpcStreamMessageCounts GrpcStreamMessagesSoFar() {
+  GrpcStreamMessageCounts counts;
+  counts.requests_written = requests_written.load(std::memory_order_relaxed);
+  counts.responses_read = responses_read.load(std::memory_order_relaxed);
+  return counts;
+}
 
 absl::StatusOr<std::unique_ptr<GrpcTransport>> GrpcTransport::Create(
     const tpu_driver::TpuDriverConfig& config) {

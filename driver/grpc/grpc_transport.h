@@ -6,11 +6,12 @@
 // Channel settings follow the reference client: message limits lifted to
 // INT_MAX (a 64 MiB transfer is one message), keepalive pings every
 // keepalive_timeout / 20 (1.5 s by default) even without calls, a 64 MB HTTP/2
-// write buffer. Each StreamExecute stream has a reader thread; its Write is the
-// blocking gRPC write.
+// write buffer. A StreamExecute stream's Write is the blocking gRPC write and
+// it reads on demand (ReadsOnDemand): whoever waits for a response reads it.
 //
 // Thread safety: see transport.h.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,15 @@
 #include "proto/tpu_driver.pb.h"
 
 namespace tpu::driver {
+
+// StreamExecute messages this process's grpc:// streams wrote and read
+// since it started: how well entries and responses are batched (a
+// benchmark's round trip divides their growth by its iterations).
+struct GrpcStreamMessageCounts {
+  int64_t requests_written = 0;
+  int64_t responses_read = 0;
+};
+GrpcStreamMessageCounts GrpcStreamMessagesSoFar();
 
 class GrpcTransport : public Transport {
  public:

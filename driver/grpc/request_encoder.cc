@@ -11,6 +11,8 @@ namespace {
 constexpr uint32_t kRequestEntry = 30;  // StreamRequest.entry
 // transfer_to.data: Entry field 4, TransferToDeviceRequest field 2.
 constexpr NestedBytes kTransferToData = {4, 2};
+// Payloads up to this size are copied into the message's framing text.
+constexpr size_t kCopiedPayloadBytes = 4096;
 
 }  // namespace
 
@@ -31,7 +33,11 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(
     }
     AppendFieldUpToPayload(kRequestEntry, outgoing.entry, kTransferToData,
                            payload, builder.text());
-    if (payload != nullptr) {
+    if (payload == nullptr) continue;
+    if (payload_size <= kCopiedPayloadBytes) {
+      // A slice of its own costs more than copying a small payload.
+      builder.text()->append(outgoing.payload.data(), payload_size);
+    } else {
       // Referenced, not copied: the caller keeps the bytes valid until the
       // operation answers, and a synchronous Write has consumed them by then.
       builder.AddSlice(grpc::Slice(outgoing.payload.data(), payload_size,

@@ -60,6 +60,28 @@ TEST(RequestEncoderTest, DecodesAsTheSameEntriesWithPayloadsAsData) {
   EXPECT_TRUE(request.IsInitialized());
 }
 
+TEST(RequestEncoderTest, SmallPayloadsCopiedAndLargeOnesReferencedDecodeAlike) {
+  // 4096 bytes and less are copied into the framing; larger ones ride as
+  // slices of the caller's memory. Both must be the same bytes on the wire.
+  std::string small(4096, 's');
+  std::string large(4097, 'l');
+  small[17] = '\0';
+  large[4096] = '\xff';
+  std::vector<OutgoingEntry> batch;
+  batch.push_back(TransferTo(21, small));
+  batch.push_back(TransferTo(22, large));
+  batch.push_back(TransferTo(23, small));
+  std::vector<grpc::ByteBuffer> messages = EncodeStreamRequests(batch);
+  ASSERT_EQ(messages.size(), 1);
+  StreamRequest request = Decode(messages[0]);
+  ASSERT_EQ(request.entry_size(), 3);
+  EXPECT_EQ(request.entry(0).transfer_to().data(), small);
+  EXPECT_EQ(request.entry(1).transfer_to().data(), large);
+  EXPECT_EQ(request.entry(2).transfer_to().data(), small);
+  EXPECT_EQ(request.entry(2).operation_id(), 23);
+  EXPECT_EQ(request.entry(2).transfer_to().target_handle(), 22);
+}
+
 TEST(RequestEncoderTest, SplitsLargeBatchesButKeepsOrder) {
   std::string payload(400, 'p');
   std::vector<OutgoingEntry> batch;

@@ -23,6 +23,8 @@ constexpr size_t kMaxMergedBytes = size_t{64} << 20;
 // still answer, so the queue is bounded by this plus their responses, which
 // the per-client pending-operation limit bounds in turn.
 constexpr size_t kMaxQueuedResponseBytes = size_t{256} << 20;
+// A decoded request message up to this size keeps its memory for the next.
+constexpr size_t kMaxReusedRequestBytes = size_t{1} << 20;
 
 grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
@@ -69,7 +71,9 @@ class StreamReactor
       stream_->FinishAsync([this] { OnDrained(); });
       return;
     }
-    tpu_driver::StreamRequest request;
+    // Reused: its entries' memory serves the next message's (the worker
+    // copies what it keeps during Submit).
+    tpu_driver::StreamRequest& request = request_;
     TransferData transfer_data;
     absl::Status decoded = absl::OkStatus();
     try {
@@ -84,12 +88,19 @@ class StreamReactor
           "the memory for it; its entries were dropped. Send smaller "
           "messages.");
     }
+    const size_t message_bytes = read_buffer_.Length();
     read_buffer_.Clear();  // Everything needed was copied out of it.
     if (decoded.ok()) {
       // Recorded first: the worker may answer within Submit.
       if (recorder_ != nullptr) recorder_->OnRequest(request, transfer_data);
       stream_->Submit(request, transfer_data);
-    } else {
+    }
+    if (message_bytes > kMaxReusedRequestBytes) {
+      // Clear() would keep the capacity of its strings (a program, a payload
+      // the budget refused) for the life of the stream.
+      tpu_driver::StreamRequest().Swap(&request_);
+    }
+    if (!decoded.ok()) {
       tpu_driver::StreamResponse error;
       *error.add_entry() = *MakeResponseEntry(0, decoded);
       Enqueue(EncodeStreamResponse(error, TransferData()));
@@ -220,6 +231,8 @@ class StreamReactor
   std::unique_ptr<SessionRecorder> recorder_;
   std::unique_ptr<WorkerStream> stream_;
   grpc::ByteBuffer read_buffer_;
+  // The request being decoded; only OnReadDone uses it (one read at a time).
+  tpu_driver::StreamRequest request_;
 
   absl::Mutex mu_;
   std::deque<std::unique_ptr<grpc::ByteBuffer>> queue_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,12 @@
-// The grpc:// backend: an emulator server on a loopback port in the test
-// process, reached through the registry exactly as TpuClient reaches it.
+// The grpc:// backends: an emulator server on a loopback port in the test
+// process, reached through the registry exactly as TpuClient reaches it, over
+// TCP (grpc://127.0.0.1:PORT) and over its Unix socket (grpc://unix:PATH,
+// the local fast path, where waiting threads read their own responses just
+// the same).
+
+#include <unistd.h>
+
+#include <atomic>
 
 #include "absl/strings/str_cat.h"
 #include "driver/driver_registry.h"
@@ -15,9 +22,17 @@ namespace {
 
 class GrpcInstance : public BackendInstance {
  public:
-  explicit GrpcInstance(std::unique_ptr<emulator::Server> server)
+  GrpcInstance(std::unique_ptr<emulator::Server> server, bool unix_socket)
       : server_(std::move(server)),
-        address_(absl::StrCat("grpc://", server_->address())) {}
+        address_(unix_socket
+                     ? absl::StrCat("grpc://unix:", server_->unix_socket())
+                     : absl::StrCat("grpc://", server_->address())) {}
+
+  ~GrpcInstance() override {
+    const std::string socket = server_->unix_socket();
+    server_.reset();
+    if (!socket.empty()) unlink(socket.c_str());  // the worker leaves it
+  }
 
   std::string address() override { return address_; }
 
@@ -59,23 +74,40 @@ class GrpcInstance : public BackendInstance {
   const std::string address_;
 };
 
+// A server of 2 chips x 2 cores on loopback, also on a Unix socket when
+// `unix_socket`; the instance dials that socket.
+absl::StatusOr<std::unique_ptr<BackendInstance>> StartInstance(
+    bool unix_socket) {
+  emulator::ServerOptions options;
+  options.bind = "127.0.0.1";
+  options.port = 0;
+  options.worker.chips = 2;
+  options.worker.cores_per_chip = 2;
+  options.worker.hbm_bytes_per_core = int64_t{1} << 30;
+  options.worker.compute_threads = 2;
+  if (unix_socket) {
+    // Short (a socket path has at most 107 bytes) and unique per instance.
+    static std::atomic<int> next{0};
+    options.unix_socket = absl::StrCat("/tmp/tpu_conformance_", getpid(), "_",
+                                       next.fetch_add(1), ".sock");
+  }
+  absl::StatusOr<std::unique_ptr<emulator::Server>> server =
+      emulator::Server::Start(options);
+  if (!server.ok()) return server.status();
+  return std::unique_ptr<BackendInstance>(
+      new GrpcInstance(*std::move(server), unix_socket));
+}
+
 const int kRegistered = RegisterBackend(Backend{
     "grpc",
     {"grpc://", "network"},
-    []() -> absl::StatusOr<std::unique_ptr<BackendInstance>> {
-      emulator::ServerOptions options;
-      options.bind = "127.0.0.1";
-      options.port = 0;
-      options.worker.chips = 2;
-      options.worker.cores_per_chip = 2;
-      options.worker.hbm_bytes_per_core = int64_t{1} << 30;
-      options.worker.compute_threads = 2;
-      absl::StatusOr<std::unique_ptr<emulator::Server>> server =
-          emulator::Server::Start(options);
-      if (!server.ok()) return server.status();
-      return std::unique_ptr<BackendInstance>(
-          new GrpcInstance(*std::move(server)));
-    },
+    [] { return StartInstance(/*unix_socket=*/false); },
+    {},
+});
+const int kRegisteredUnix = RegisterBackend(Backend{
+    "grpc_unix",
+    {"grpc://", "network"},
+    [] { return StartInstance(/*unix_socket=*/true); },
     {},
 });
 
