@@ -54,8 +54,9 @@ TEST(WorkQueueTest, ClosuresScheduledDuringAnInlineRunWaitForIt) {
     inline_running = false;
   }));
   scheduled_ran.WaitForNotification();
+  // Not pending() == 0 here: the closure notifies before it returns, so the
+  // queue may still count it (TSan's slower run showed that race).
   EXPECT_FALSE(overlapped);
-  EXPECT_EQ(queue.pending(), 0);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/status/status.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -271,6 +272,20 @@ void BlockingCounter::Wait() {
       "_ZN4absl7" TSAN_ABSL_NS "15BlockingCounter4WaitEv");
   real(this);
   Acquire(this);
+}
+
+// --- absl::Status's shared payload. ---
+
+// A Status with a message holds a reference-counted rep, dropped inside the
+// library: every drop releases, and the last one (which deletes the rep)
+// acquires what every earlier holder did with it.
+void Status::UnrefNonInlined(uintptr_t rep) {
+  static auto real = RealAs<void (*)(uintptr_t)>("_ZN4absl7" TSAN_ABSL_NS
+                                                 "6Status15UnrefNonInlinedEm");
+  void* address = reinterpret_cast<void*>(rep);
+  Release(address);
+  Acquire(address);
+  real(rep);
 }
 
 ABSL_NAMESPACE_END
