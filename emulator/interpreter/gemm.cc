@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <complex>
+#include <type_traits>
 #include <vector>
 
 #include "Eigen/Core"
@@ -123,12 +124,11 @@ void OneProduct(const Eigen::ThreadPoolDevice* device, int64_t m, int64_t n,
                    accumulate);
 }
 
-}  // namespace
-
 template <typename T>
-void BatchedGemm(const Eigen::ThreadPoolDevice* device, int64_t batch,
-                 int64_t m, int64_t n, int64_t k, const T* a, bool a_transposed,
-                 const T* b, bool b_transposed, T* out, bool accumulate) {
+void BatchedGemmImpl(const Eigen::ThreadPoolDevice* device, int64_t batch,
+                     int64_t m, int64_t n, int64_t k, const T* a,
+                     bool a_transposed, const T* b, bool b_transposed, T* out,
+                     bool accumulate) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!accumulate) std::fill(out, out + batch * m * n, T(0));
@@ -152,6 +152,26 @@ void BatchedGemm(const Eigen::ThreadPoolDevice* device, int64_t batch,
   for (int64_t i = 0; i < batch; ++i) {
     OneProduct(device, m, n, k, a + i * m * k, a_transposed, b + i * k * n,
                b_transposed, out + i * m * n, accumulate);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void BatchedGemm(const Eigen::ThreadPoolDevice* device, int64_t batch,
+                 int64_t m, int64_t n, int64_t k, const T* a, bool a_transposed,
+                 const T* b, bool b_transposed, T* out, bool accumulate) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    // XLA's signed integer products and sums wrap; in C++ a signed overflow
+    // is undefined (UBSan caught Eigen's s32 GEMM at it). The same bits come
+    // out of unsigned arithmetic, which wraps by definition.
+    using U = std::make_unsigned_t<T>;
+    BatchedGemmImpl<U>(device, batch, m, n, k, reinterpret_cast<const U*>(a),
+                       a_transposed, reinterpret_cast<const U*>(b),
+                       b_transposed, reinterpret_cast<U*>(out), accumulate);
+  } else {
+    BatchedGemmImpl<T>(device, batch, m, n, k, a, a_transposed, b, b_transposed,
+                       out, accumulate);
   }
 }
 

@@ -456,5 +456,21 @@ ENTRY e {
   EXPECT_EQ(Values<int32_t>(out), (std::vector<int32_t>{30000, 600, 600, 14}));
 }
 
+// s32 sums wrap as XLA defines (two's complement), and without undefined
+// behaviour on the way (UBSan's corpus run found Eigen's s32 GEMM at it).
+TEST(DotTest, SignedIntegerSumsWrap) {
+  Literal out =
+      RunHloOrFail(R"(
+ENTRY e {
+  a = s32[1,2] parameter(0)
+  b = s32[2,1] parameter(1)
+  ROOT d = s32[1,1] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})",
+                   {Vec<int32_t>(xla::S32, {1, 2}, {1 << 30, 1 << 30}),
+                    Vec<int32_t>(xla::S32, {2, 1}, {2, 1})});
+  // 2^31 + 2^30 wraps to -2^30.
+  EXPECT_EQ(Values<int32_t>(out), (std::vector<int32_t>{-(1 << 30)}));
+}
+
 }  // namespace
 }  // namespace tpu::emulator::interpreter
