@@ -230,6 +230,13 @@ bool FindNestedBytes(const SliceReader& reader, size_t begin, size_t end,
     uint64_t tag;
     if (!reader.ReadVarint(&offset, &tag)) return false;
     if (tag != wire::LengthDelimitedTag(nested.outer)) {
+      // Protobuf parses a sibling only with its own (length-delimited) wire
+      // type; with another it is an unknown field and clears nothing.
+      const uint32_t field = wire::FieldOf(tag);
+      if (wire::WireTypeOf(tag) == wire::kLengthDelimited && field < 64 &&
+          (nested.oneof_siblings & OneofBit(field)) != 0) {
+        *at = NestedBytesAt();
+      }
       if (!reader.SkipField(tag, end, &offset)) return false;
       continue;
     }

@@ -95,15 +95,22 @@ class SliceReader {
 
 // A transfer's bytes as StreamExecute carries them: the bytes field `inner`
 // of the message field `outer` of an entry (transfer_to.data of a request
-// entry, transfer_from.data of a response entry).
+// entry, transfer_from.data of a response entry). `outer` is a member of a
+// oneof: bit f of `oneof_siblings` is set for each other member f (< 64).
+// Protobuf clears `outer` when a sibling follows it, so a payload before a
+// sibling is not the one protobuf keeps.
 struct NestedBytes {
   uint32_t outer;
   uint32_t inner;
+  uint64_t oneof_siblings = 0;
 };
+
+// The oneof_siblings bit of `field`.
+constexpr uint64_t OneofBit(uint32_t field) { return uint64_t{1} << field; }
 
 // Where the occurrence of a NestedBytes that protobuf keeps sits in a message:
 // the last one (repeated occurrences of a message field merge, and the last
-// value of a bytes field wins).
+// value of a bytes field wins), unless a oneof sibling follows it.
 struct NestedBytesAt {
   bool found = false;
   uint32_t outer = 0;      // the `outer` field number

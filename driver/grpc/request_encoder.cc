@@ -3,14 +3,12 @@
 #include <string>
 
 #include "grpcpp/support/slice.h"
+#include "proto/stream_payloads.h"
 #include "proto/wire_slices.h"
 
 namespace tpu::driver {
 namespace {
 
-constexpr uint32_t kRequestEntry = 30;  // StreamRequest.entry
-// transfer_to.data: Entry field 4, TransferToDeviceRequest field 2.
-constexpr NestedBytes kTransferToData = {4, 2};
 // Payloads up to this size are copied into the message's framing text.
 constexpr size_t kCopiedPayloadBytes = 4096;
 
@@ -27,11 +25,11 @@ std::vector<grpc::ByteBuffer> EncodeStreamRequests(
     const size_t* payload =
         outgoing.entry.has_transfer_to() ? &payload_size : nullptr;
     const int64_t framed = static_cast<int64_t>(FieldWithPayloadSize(
-        kRequestEntry, outgoing.entry, kTransferToData, payload));
+        kStreamRequestEntry, outgoing.entry, kTransferToData, payload));
     if (!builder.empty() && builder.size() + framed > max_message_bytes) {
       messages.push_back(builder.Finish());
     }
-    AppendFieldUpToPayload(kRequestEntry, outgoing.entry, kTransferToData,
+    AppendFieldUpToPayload(kStreamRequestEntry, outgoing.entry, kTransferToData,
                            payload, builder.text());
     if (payload == nullptr) continue;
     if (payload_size <= kCopiedPayloadBytes) {

@@ -4,14 +4,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "proto/stream_payloads.h"
 #include "proto/wire_slices.h"
 
 namespace tpu::driver {
 namespace {
-
-constexpr uint32_t kResponseEntry = 20;  // StreamResponse.entry
-// transfer_from.data: Entry field 3, TransferFromDeviceResponse field 2.
-constexpr NestedBytes kTransferFromData = {3, 2};
 
 absl::Status Malformed(const std::string& what) {
   return absl::DataLossError(
@@ -31,7 +28,7 @@ absl::Status DecodeStreamResponse(const grpc::ByteBuffer& buffer,
   absl::Status error;
   std::string bytes;
   const bool framed = ForEachMessageField(
-      reader, kResponseEntry, [&](size_t begin, size_t end) {
+      reader, kStreamResponseEntry, [&](size_t begin, size_t end) {
         NestedBytesAt data;
         if (!FindNestedBytes(reader, begin, end, kTransferFromData, &data)) {
           error = Malformed("bad entry");

@@ -83,6 +83,38 @@ TEST(ResponseDecoderTest, WithoutADestinationTheDataStaysInTheEntry) {
   EXPECT_EQ(response.entry(1).transfer_from().data(), "payload");
 }
 
+TEST(ResponseDecoderTest, ACompileAfterTransferFromDropsItsData) {
+  // Protobuf clears transfer_from when the oneof's other member follows it:
+  // its data must not reach a destination.
+  StreamResponse::Entry transfer;
+  transfer.set_operation_id(5);
+  transfer.mutable_status()->set_code(0);
+  transfer.mutable_transfer_from()->set_data("not kept");
+  StreamResponse::Entry compile;
+  compile.mutable_compile()->mutable_metadata()->mutable_program_shape();
+  const std::string entry =
+      transfer.SerializeAsString() + compile.SerializePartialAsString();
+  std::string wire = "\xa2\x01";  // Field 20, length-delimited.
+  wire.push_back(static_cast<char>(entry.size()));
+  wire += entry;
+  StreamResponse expected;
+  ASSERT_TRUE(expected.ParseFromString(wire));
+  ASSERT_TRUE(expected.entry(0).has_compile());
+
+  bool asked = false;
+  StreamResponse response;
+  ASSERT_TRUE(DecodeStreamResponse(
+                  Chopped(wire, 3),
+                  [&](uint64_t, int64_t) -> void* {
+                    asked = true;
+                    return nullptr;
+                  },
+                  &response)
+                  .ok());
+  EXPECT_FALSE(asked);
+  EXPECT_EQ(response.SerializeAsString(), expected.SerializeAsString());
+}
+
 TEST(ResponseDecoderTest, MalformedMessagesAreDataLoss) {
   StreamResponse response;
   std::string wire = Sample("abc").SerializeAsString();

@@ -4,16 +4,11 @@
 #include <string>
 #include <utility>
 
+#include "proto/stream_payloads.h"
 #include "proto/wire_slices.h"
 
 namespace tpu::emulator {
 namespace {
-
-constexpr uint32_t kRequestEntry = 30;   // StreamRequest.entry
-constexpr uint32_t kResponseEntry = 20;  // StreamResponse.entry
-// transfer_to.data (fields 4 and 2) and transfer_from.data (3 and 2).
-constexpr NestedBytes kTransferToData = {4, 2};
-constexpr NestedBytes kTransferFromData = {3, 2};
 
 // Payloads smaller than this are copied into the framing text: a slice of
 // their own costs more than the copy.
@@ -34,7 +29,7 @@ bool DecodeStreamRequest(const grpc::ByteBuffer& buffer,
   if (!SliceReader::FromByteBuffer(buffer, &reader)) return false;
   std::string bytes;
   return ForEachMessageField(
-      reader, kRequestEntry, [&](size_t begin, size_t end) {
+      reader, kStreamRequestEntry, [&](size_t begin, size_t end) {
         NestedBytesAt data;
         if (!FindNestedBytes(reader, begin, end, kTransferToData, &data)) {
           return false;
@@ -67,9 +62,9 @@ grpc::ByteBuffer EncodeStreamResponse(
   for (int i = 0; i < response.entry_size(); ++i) {
     const std::shared_ptr<AlignedBuffer>& payload = PayloadOf(transfer_data, i);
     const size_t payload_size = payload == nullptr ? 0 : payload->size();
-    AppendFieldUpToPayload(kResponseEntry, response.entry(i), kTransferFromData,
-                           payload == nullptr ? nullptr : &payload_size,
-                           writer.text());
+    AppendFieldUpToPayload(
+        kStreamResponseEntry, response.entry(i), kTransferFromData,
+        payload == nullptr ? nullptr : &payload_size, writer.text());
     if (payload == nullptr) continue;
     if (payload_size < kMinReferencedBytes) {
       writer.text()->append(static_cast<const char*>(payload->data()),

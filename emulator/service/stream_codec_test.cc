@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "proto/stream_payloads.h"
+#include "proto/wire_slices.h"
 
 namespace tpu::emulator {
 namespace {
@@ -116,6 +118,77 @@ TEST(StreamCodecTest, RepeatedTransferToFieldsMergeAsProtobufDoes) {
   EXPECT_EQ(decoded.entry(0).transfer_to().target_handle(), 4);
   ASSERT_NE(PayloadOf(transfer_data, 0), nullptr);
   EXPECT_EQ(Bytes(*transfer_data[0]), "second, and last");
+}
+
+// A request whose one entry is `parts` concatenated (each a serialized
+// Entry, so their fields follow one another as on the wire).
+std::string OneEntry(const std::vector<std::string>& parts) {
+  std::string entry;
+  for (const std::string& part : parts) entry += part;
+  std::string bytes = "\xf2\x01";  // Field 30, length-delimited.
+  wire::AppendVarint(entry.size(), &bytes);
+  return bytes + entry;
+}
+
+TEST(StreamCodecTest, AOneofSiblingAfterTransferToDropsItsPayload) {
+  // Protobuf clears transfer_to when another member of the entry's oneof
+  // follows it; the payload goes with it, and a transfer_to after that
+  // starts afresh.
+  StreamRequest::Entry transfer;
+  transfer.set_operation_id(7);
+  transfer.mutable_transfer_to()->set_target_handle(3);
+  transfer.mutable_transfer_to()->set_data(Pattern(40000, 2));
+  StreamRequest::Entry alloc_tuple;
+  alloc_tuple.mutable_alloc_tuple()->set_core_id(1);
+  alloc_tuple.mutable_alloc_tuple()->set_region(tpu_driver::HBM);
+  StreamRequest::Entry handle_only;
+  handle_only.mutable_transfer_to()->set_target_handle(5);
+  const std::string sibling_last = OneEntry(
+      {transfer.SerializeAsString(), alloc_tuple.SerializePartialAsString()});
+  const std::string transfer_again = OneEntry(
+      {transfer.SerializeAsString(), alloc_tuple.SerializePartialAsString(),
+       handle_only.SerializePartialAsString()});
+
+  for (const std::string& bytes : {sibling_last, transfer_again}) {
+    // Partial: the transfer_to that starts afresh lacks its required data.
+    StreamRequest expected;
+    ASSERT_TRUE(expected.ParsePartialFromString(bytes));
+    StreamRequest decoded;
+    TransferData transfer_data;
+    ASSERT_TRUE(
+        DecodeStreamRequest(Received(bytes, 9), &decoded, &transfer_data));
+    EXPECT_EQ(decoded.SerializePartialAsString(),
+              expected.SerializePartialAsString());
+    EXPECT_EQ(PayloadOf(transfer_data, 0), nullptr);
+  }
+  StreamRequest decoded;
+  TransferData transfer_data;
+  ASSERT_TRUE(DecodeStreamRequest(Received(transfer_again, 9), &decoded,
+                                  &transfer_data));
+  EXPECT_EQ(decoded.entry(0).transfer_to().target_handle(), 5);
+  EXPECT_FALSE(decoded.entry(0).transfer_to().has_data());
+}
+
+TEST(StreamCodecTest, PayloadFieldsNameTheirOneofSiblings) {
+  // stream_payloads.h spells out the oneof members; check them against the
+  // descriptors so that a member added to the proto is not forgotten there.
+  auto siblings = [](const google::protobuf::Descriptor* entry, int outer) {
+    const google::protobuf::OneofDescriptor* oneof =
+        entry->FindFieldByNumber(outer)->containing_oneof();
+    uint64_t bits = 0;
+    for (int i = 0; i < oneof->field_count(); ++i) {
+      if (oneof->field(i)->number() != outer) {
+        bits |= OneofBit(oneof->field(i)->number());
+      }
+    }
+    return bits;
+  };
+  EXPECT_EQ(
+      kTransferToData.oneof_siblings,
+      siblings(StreamRequest::Entry::descriptor(), kTransferToData.outer));
+  EXPECT_EQ(
+      kTransferFromData.oneof_siblings,
+      siblings(StreamResponse::Entry::descriptor(), kTransferFromData.outer));
 }
 
 TEST(StreamCodecTest, MalformedRequestsAreRejected) {

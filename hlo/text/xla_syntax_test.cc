@@ -278,7 +278,9 @@ c {
 )";
   const xla::HloModuleProto m = MustParse(text);
   for (const auto& c : m.computations()) {
-    if (c.name() == "body") EXPECT_EQ(c.root_id(), Find(m, "a").id());
+    if (c.name() == "body") {
+      EXPECT_EQ(c.root_id(), Find(m, "a").id());
+    }
   }
   EXPECT_EQ(Find(m, "constant.anon").literal().s32s(0), 1);
   EXPECT_EQ(testing::RoundTripProblem(text), "");
