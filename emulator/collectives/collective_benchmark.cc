@@ -8,14 +8,18 @@
 // BM_AllReduce64MiB: 64 MiB of f32 across 8 cores (one thread per core, as
 // the worker runs them); counters busbw_GBps and busbw_over_memcpy.
 // BM_SmallAllReduceInLoop: a 4-byte all-reduce inside a while loop of 1000
-// iterations across 8 cores; counter us_per_collective.
+// iterations across 8 cores; counter us_per_collective. The Threads variant
+// runs each core on an OS thread of its own (the worker before fibers, the
+// baseline), the Fibers one on fibers over min(8, CPUs) OS threads, as the
+// worker runs cores now.
 // BM_LoopWithoutCollective: the same loop without the all-reduce, the
 // interpreter's own per-iteration cost; counter us_per_iteration.
 // Both also count CPU time (all threads) and context switches per loop step,
 // which a shared machine's load disturbs less than wall time.
 // BM_BareMeetingOf8Threads: 8 threads meeting 1000 times at a bare barrier
 // (atomic count + WakeWord), the floor of a meeting with one OS thread per
-// core; counter us_per_meeting.
+// core; counter us_per_meeting. BM_BareMeetingOf8Fibers: the same on fibers
+// over min(8, CPUs) OS threads.
 
 #include <sys/resource.h>
 
@@ -30,7 +34,8 @@
 #include "absl/time/clock.h"
 #include "benchmark/benchmark.h"
 #include "emulator/collectives/collective_hub.h"
-#include "emulator/collectives/wake_word.h"
+#include "emulator/fiber/fiber.h"
+#include "emulator/fiber/wake_word.h"
 #include "emulator/interpreter/executable.h"
 #include "hlo/aligned_buffer.h"
 #include "hlo/host_memory.h"
@@ -51,10 +56,19 @@ std::unique_ptr<interpreter::Executable> Compile(const std::string& text) {
   return executable.ok() ? *std::move(executable) : nullptr;
 }
 
-// Runs one launch per core on its own thread; returns the wall time.
+// OS threads for the cores' fibers, as the worker has.
+int FiberThreads() {
+  return std::max(
+      1,
+      std::min(kCores, static_cast<int>(std::thread::hardware_concurrency())));
+}
+
+// Runs one launch per core on its own thread (or, with `fibers`, its own
+// fiber); returns the wall time.
 double RunOnAllCores(const interpreter::Executable& executable,
                      CollectiveHub& hub, const std::vector<Literal>& inputs,
-                     const Eigen::ThreadPoolDevice* device) {
+                     const Eigen::ThreadPoolDevice* device,
+                     fiber::Scheduler* fibers = nullptr) {
   std::vector<int> devices;
   for (int c = 0; c < kCores; ++c) devices.push_back(c);
   interpreter::DeviceAssignment assignment;
@@ -62,8 +76,9 @@ double RunOnAllCores(const interpreter::Executable& executable,
   assignment.devices = devices;
   const absl::Time start = absl::Now();
   std::vector<std::thread> threads;
+  std::vector<std::unique_ptr<fiber::Fiber>> core_fibers;
   for (int c = 0; c < kCores; ++c) {
-    threads.emplace_back([&, c] {
+    auto run = [&, c] {
       LaunchInfo info;
       info.core = c;
       info.program = "bench";
@@ -77,9 +92,15 @@ double RunOnAllCores(const interpreter::Executable& executable,
       context.device = device;
       auto result = executable.Execute({inputs[c]}, context, nullptr);
       if (!result.ok()) std::abort();
-    });
+    };
+    if (fibers != nullptr) {
+      core_fibers.push_back(fibers->Start(run));
+    } else {
+      threads.emplace_back(run);
+    }
   }
   for (auto& t : threads) t.join();
+  for (auto& f : core_fibers) f->Join();
   return absl::ToDoubleSeconds(absl::Now() - start);
 }
 
@@ -202,7 +223,7 @@ ENTRY e {
 }
 
 // Microseconds per loop iteration (per collective) on 8 cores.
-void RunLoop(benchmark::State& state, bool collective) {
+void RunLoop(benchmark::State& state, bool collective, bool on_fibers) {
   auto executable = Compile(LoopModule(collective));
   if (executable == nullptr) {
     state.SkipWithError("compile failed");
@@ -218,10 +239,15 @@ void RunLoop(benchmark::State& state, bool collective) {
   for (int c = 0; c < kCores; ++c) options.cores.push_back(c);
   options.report_waits_after = absl::ZeroDuration();
   CollectiveHub hub(options);
+  std::unique_ptr<fiber::Scheduler> fibers;
+  if (on_fibers) {
+    fibers = std::make_unique<fiber::Scheduler>("bench", FiberThreads());
+  }
   double total = 0;
   const ProcessUsage before = Usage();
   for (auto _ : state) {
-    const double seconds = RunOnAllCores(*executable, hub, inputs, nullptr);
+    const double seconds =
+        RunOnAllCores(*executable, hub, inputs, nullptr, fibers.get());
     state.SetIterationTime(seconds);
     total += seconds;
   }
@@ -237,16 +263,32 @@ void RunLoop(benchmark::State& state, bool collective) {
       (after.switches - before.switches) / steps;
 }
 
-void BM_SmallAllReduceInLoop(benchmark::State& state) { RunLoop(state, true); }
-BENCHMARK(BM_SmallAllReduceInLoop)
+void BM_SmallAllReduceInLoopThreads(benchmark::State& state) {
+  RunLoop(state, true, false);
+}
+BENCHMARK(BM_SmallAllReduceInLoopThreads)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+void BM_SmallAllReduceInLoopFibers(benchmark::State& state) {
+  RunLoop(state, true, true);
+}
+BENCHMARK(BM_SmallAllReduceInLoopFibers)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
 // The baseline: the same loop without the collective.
-void BM_LoopWithoutCollective(benchmark::State& state) {
-  RunLoop(state, false);
+void BM_LoopWithoutCollectiveThreads(benchmark::State& state) {
+  RunLoop(state, false, false);
 }
-BENCHMARK(BM_LoopWithoutCollective)
+BENCHMARK(BM_LoopWithoutCollectiveThreads)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+void BM_LoopWithoutCollectiveFibers(benchmark::State& state) {
+  RunLoop(state, false, true);
+}
+BENCHMARK(BM_LoopWithoutCollectiveFibers)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
@@ -255,18 +297,23 @@ BENCHMARK(BM_LoopWithoutCollective)
 // hub's WakeWord, no interpreter, no hub bookkeeping). On 2 CPUs every
 // meeting needs each thread to be switched in once, so its cost is
 // dominated by context switches and the futex calls around them.
-void BM_BareMeetingOf8Threads(benchmark::State& state) {
+void BareMeeting(benchmark::State& state, bool on_fibers) {
+  std::unique_ptr<fiber::Scheduler> fibers;
+  if (on_fibers) {
+    fibers = std::make_unique<fiber::Scheduler>("bench", FiberThreads());
+  }
   constexpr int kMeetings = 1000;
   double total = 0;
   const ProcessUsage before = Usage();
   for (auto _ : state) {
     std::atomic<int> arrived{0};
     std::atomic<uint32_t> generation{0};
-    WakeWord wake;
+    fiber::WakeWord wake;
     const absl::Time start = absl::Now();
     std::vector<std::thread> threads;
+    std::vector<std::unique_ptr<fiber::Fiber>> core_fibers;
     for (int c = 0; c < kCores; ++c) {
-      threads.emplace_back([&] {
+      auto meet = [&] {
         for (int m = 0; m < kMeetings; ++m) {
           if (arrived.fetch_add(1) + 1 == kCores) {
             arrived.store(0);
@@ -280,9 +327,15 @@ void BM_BareMeetingOf8Threads(benchmark::State& state) {
             wake.Wait(seen, absl::Milliseconds(100));
           }
         }
-      });
+      };
+      if (on_fibers) {
+        core_fibers.push_back(fibers->Start(meet));
+      } else {
+        threads.emplace_back(meet);
+      }
     }
     for (auto& t : threads) t.join();
+    for (auto& f : core_fibers) f->Join();
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
     state.SetIterationTime(seconds);
     total += seconds;
@@ -295,7 +348,18 @@ void BM_BareMeetingOf8Threads(benchmark::State& state) {
   state.counters["switches_per_step"] =
       (after.switches - before.switches) / steps;
 }
+
+void BM_BareMeetingOf8Threads(benchmark::State& state) {
+  BareMeeting(state, false);
+}
 BENCHMARK(BM_BareMeetingOf8Threads)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+void BM_BareMeetingOf8Fibers(benchmark::State& state) {
+  BareMeeting(state, true);
+}
+BENCHMARK(BM_BareMeetingOf8Fibers)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -88,11 +88,11 @@ struct CollectiveHub::Meeting {
   absl::Status status;
   std::vector<Literal> outputs;
   // Signalled when done, and to let cancelled waiters leave.
-  absl::CondVar changed;
+  fiber::CondVar changed;
   // `done` for the waiters that sleep without mu_ (AwaitPublished): set
   // after status and outputs, which are immutable from then on.
   std::atomic<bool> published{false};
-  WakeWord wake;
+  fiber::WakeWord wake;
   // A waiter is pinging the missing participants' workers.
   bool checking_peers = false;
   // For a participant of a meeting another worker holds: that worker.
@@ -106,7 +106,17 @@ struct CollectiveHub::Meeting {
 struct CollectiveHub::Mailbox {
   std::deque<Literal> values;
   // Signalled when a value arrives, and to let cancelled receivers leave.
-  absl::CondVar changed;
+  fiber::CondVar changed;
+};
+
+// Cores meet per assignment (as a device set) and per launch on that set:
+// the k-th multi-core launch of each core must be the same program.
+struct CollectiveHub::Barrier {
+  std::vector<std::string> programs;
+  int arrived = 0;
+  int left = 0;
+  // Signalled at each arrival, and to let cancelled waiters leave.
+  fiber::CondVar changed;
 };
 
 // One participant's arrival at a meeting, from this worker or another.
@@ -278,15 +288,15 @@ void CollectiveHub::ForgetClient(uint32_t client_id) {
 }
 
 void CollectiveHub::WakeWaiters() {
-  // Releasing the mutex re-evaluates the launch barrier's conditions; the
-  // meetings' waiters wait on their meeting's condition variable or (local
-  // meetings) its wake word.
+  // The meetings' waiters wait on their meeting's condition variable or
+  // (local meetings) its wake word.
   absl::MutexLock lock(&mu_);
   for (auto& [key, meeting] : meetings_) {
     meeting->changed.SignalAll();
     meeting->wake.WakeAll();
   }
   for (auto& [key, mailbox] : mailboxes_) mailbox->changed.SignalAll();
+  for (auto& [key, barrier] : barriers_) barrier->changed.SignalAll();
 }
 
 absl::StatusOr<Literal> CollectiveHub::Exchange(
@@ -592,10 +602,13 @@ void CollectiveHub::AwaitMeeting(Meeting& meeting,
     meeting.checking_peers = true;
     mu_.Unlock();
     absl::Status alive;
-    for (int host : hosts) {
-      alive = options_.peers->Ping(host);
-      if (!alive.ok()) break;
-    }
+    // A remote call: a waiting fiber must not hold its OS thread meanwhile.
+    fiber::RunBlocking([&] {
+      for (int host : hosts) {
+        alive = options_.peers->Ping(host);
+        if (!alive.ok()) break;
+      }
+    });
     mu_.Lock();
     meeting.checking_peers = false;
     if (alive.ok() || meeting.done || meeting.complete) continue;
@@ -641,8 +654,12 @@ absl::StatusOr<Literal> CollectiveHub::MeetAtPeer(const LaunchInfo& info,
     core = FindCore(info.core);
     sequence = RecordArrival(*core, arrival, meeting);
   }
-  absl::StatusOr<Literal> output =
-      options_.peers->Contribute(coordinator, message, info.cancelled);
+  // Blocks until the coordinator's meeting completes: off the core's OS
+  // thread when it runs on a fiber, which the other cores may need.
+  absl::StatusOr<Literal> output = absl::UnknownError("not contributed");
+  fiber::RunBlocking([&] {
+    output = options_.peers->Contribute(coordinator, message, info.cancelled);
+  });
   absl::MutexLock lock(&mu_);
   RecordDeparture(*core, sequence, output.ok(), absl::Now());
   if (!output.ok() && info.cancelled != nullptr && info.cancelled->load()) {
@@ -685,14 +702,6 @@ void CollectiveHub::RecordDeparture(CoreRecord& core, int64_t sequence,
   core.meeting.reset();
 }
 
-// Cores meet per assignment (as a device set) and per launch on that set:
-// the k-th multi-core launch of each core must be the same program.
-struct CollectiveHub::Barrier {
-  std::vector<std::string> programs;
-  int arrived = 0;
-  int left = 0;
-};
-
 absl::Status CollectiveHub::LaunchBarrier(const LaunchInfo& info) {
   std::vector<int> devices = info.assignment;
   std::sort(devices.begin(), devices.end());
@@ -718,11 +727,13 @@ absl::Status CollectiveHub::LaunchBarrier(const LaunchInfo& info) {
   std::shared_ptr<Barrier> barrier = slot;
   barrier->programs[rank] = absl::StrCat(info.program, "#", info.fingerprint);
   ++barrier->arrived;
+  barrier->changed.SignalAll();
   const std::atomic<bool>* cancelled = info.cancelled;
-  auto ready = [&barrier, n, cancelled]() {
-    return barrier->arrived == n || (cancelled != nullptr && cancelled->load());
-  };
-  mu_.Await(absl::Condition(&ready));
+  // Not mu_.Await: a core waiting here parks its fiber (fiber::CondVar), so
+  // the cores it waits for can run on the same OS thread.
+  while (barrier->arrived < n && !(cancelled != nullptr && cancelled->load())) {
+    barrier->changed.WaitWithTimeout(&mu_, kCancelCheckPeriod);
+  }
   if (barrier->arrived < n) {
     barrier->programs[rank].clear();
     if (--barrier->arrived == 0) barriers_.erase(key);

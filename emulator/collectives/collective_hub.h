@@ -10,8 +10,9 @@
 // meet per instruction and per execution of it (collectives in loops meet once
 // per iteration) and per group. A participant that never arrives leaves the
 // others blocked, as on a TPU: there is no timeout, only cancellation of the
-// waiter's own client (Close, Reset, worker shutdown). Every core blocks on its
-// own thread, so a hang never holds a thread that other cores or clients need.
+// waiter's own client (Close, Reset, worker shutdown). A waiting core parks
+// its fiber (fiber/fiber.h; a plain thread sleeps), so a hang never holds a
+// thread that other cores or clients need.
 //
 // In a pod slice (options.peers set) a launch whose device assignment spans
 // workers is numbered without the client id (each worker gives the pod
@@ -46,7 +47,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "emulator/collectives/peer_link.h"
-#include "emulator/collectives/wake_word.h"
+#include "emulator/fiber/wake_word.h"
 #include "emulator/interpreter/collectives.h"
 #include "emulator/trace/recorder.h"
 #include "proto/control.pb.h"

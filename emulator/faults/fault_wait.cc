@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "emulator/fiber/wake_word.h"
 
 namespace tpu::emulator::faults {
 
@@ -14,7 +15,8 @@ bool SleepUnlessCancelled(absl::Duration duration,
     if (cancelled != nullptr && cancelled->load()) return false;
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) return true;
-    absl::SleepFor(std::min(left, absl::Milliseconds(2)));
+    // A core's fiber parks instead of holding its OS thread.
+    fiber::SleepFor(std::min(left, absl::Milliseconds(2)));
   }
 }
 

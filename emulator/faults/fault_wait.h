@@ -20,7 +20,8 @@ namespace tpu::emulator::faults {
 
 // Sleeps for `duration`, or until `*cancelled` (null: never). Returns false
 // if cancelled. The flag is polled every millisecond or two: faults are
-// rare, and this keeps the wait independent of how the flag is set.
+// rare, and this keeps the wait independent of how the flag is set. On a
+// fiber (a core's programs) the fiber parks: the OS thread runs other cores.
 bool SleepUnlessCancelled(absl::Duration duration,
                           const std::atomic<bool>* cancelled);
 

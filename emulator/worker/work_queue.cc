@@ -13,17 +13,27 @@ WorkQueue::WorkQueue(std::string name, int num_threads)
   }
 }
 
+WorkQueue::WorkQueue(std::string name, fiber::Scheduler* fibers)
+    : name_(std::move(name)), serial_(true) {
+  fiber_ = fibers->Start([this] { FiberLoop(); });
+}
+
 WorkQueue::~WorkQueue() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
+  changed_.WakeAll();
   for (std::thread& t : threads_) t.join();
+  if (fiber_ != nullptr) fiber_->Join();
 }
 
 void WorkQueue::Schedule(std::function<void()> fn) {
-  absl::MutexLock lock(&mu_);
-  queue_.push_back(std::move(fn));
+  {
+    absl::MutexLock lock(&mu_);
+    queue_.push_back(std::move(fn));
+  }
+  if (fiber_ != nullptr) changed_.WakeAll();
 }
 
 bool WorkQueue::TryRunInline(const std::function<void()>& fn) {
@@ -33,8 +43,11 @@ bool WorkQueue::TryRunInline(const std::function<void()>& fn) {
     ++running_;
   }
   fn();
-  absl::MutexLock lock(&mu_);
-  --running_;
+  {
+    absl::MutexLock lock(&mu_);
+    --running_;
+  }
+  if (fiber_ != nullptr) changed_.WakeAll();
   return true;
 }
 
@@ -61,6 +74,32 @@ void WorkQueue::Loop() {
     }
     fn();
     fn = nullptr;  // destroy captures outside the lock, before counting down
+    absl::MutexLock lock(&mu_);
+    --running_;
+  }
+}
+
+void WorkQueue::FiberLoop() {
+  while (true) {
+    std::function<void()> fn;
+    while (fn == nullptr) {
+      // Read before the check: a Schedule after it changes the word, so the
+      // wait below returns at once.
+      const uint32_t seen = changed_.Load();
+      {
+        absl::MutexLock lock(&mu_);
+        if (!queue_.empty() && running_ == 0) {
+          fn = std::move(queue_.front());
+          queue_.pop_front();
+          ++running_;
+          break;
+        }
+        if (stopping_ && running_ == 0 && queue_.empty()) return;
+      }
+      changed_.Wait(seen, absl::InfiniteDuration());
+    }
+    fn();
+    fn = nullptr;  // destroy captures before counting down
     absl::MutexLock lock(&mu_);
     --running_;
   }

@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "emulator/fiber/fiber.h"
 #include "emulator/trace/chrome_json.h"
 #include "emulator/worker/hbm.h"
 #include "emulator/worker/operations.h"
@@ -167,6 +168,8 @@ class WorkerImpl : public Worker {
   std::unique_ptr<Eigen::ThreadPool> eigen_pool_;
   std::unique_ptr<Eigen::ThreadPoolDevice> eigen_device_;
   std::unique_ptr<WorkQueue> pool_;
+  // The OS threads the cores' fibers run on; outlives the cores' queues.
+  std::unique_ptr<fiber::Scheduler> fibers_;
   std::vector<std::unique_ptr<WorkQueue>> cores_;
 };
 
@@ -199,11 +202,19 @@ WorkerImpl::WorkerImpl(const WorkerOptions& options, Topology topology)
   pool_ = std::make_unique<WorkQueue>("tpu-worker-pool", 2);
   context_.pool = pool_.get();
   context_.device = eigen_device_.get();
+  // Each core runs on a fiber, and the fibers on at most one OS thread per
+  // hardware thread: cores meeting at a collective switch fibers in user
+  // space instead of waking one OS thread per core.
+  const int hardware_threads =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  fibers_ = std::make_unique<fiber::Scheduler>(
+      "tpu-cores",
+      std::max(1, std::min(topology.local_core_count(), hardware_threads)));
   for (int i = 0; i < topology.local_core_count(); ++i) {
     context_.hbm.push_back(
         HbmAccount::Create(topology.CoreId(i), options.hbm_bytes_per_core));
-    cores_.push_back(
-        std::make_unique<WorkQueue>(absl::StrCat("tpu-core-", i), 1));
+    cores_.push_back(std::make_unique<WorkQueue>(absl::StrCat("tpu-core-", i),
+                                                 fibers_.get()));
     context_.cores.push_back(cores_.back().get());
   }
   CollectiveHubOptions hub_options;
