@@ -263,6 +263,7 @@ void Scheduler::Loop() {
 
 Fiber* Scheduler::Next() {
   absl::MutexLock lock(&mu_);
+  bool spun = false;
   while (true) {
     if (!timers_.empty()) {
       const absl::Time now = absl::Now();
@@ -285,7 +286,13 @@ Fiber* Scheduler::Next() {
       return fiber;
     }
     if (stopping_) return nullptr;
-    if (Spin()) continue;
+    if (!spun) {
+      // Everything above is looked at again after the spin, which runs
+      // without mu_: a fiber, a timer or the stop may have come meanwhile.
+      Spin();
+      spun = true;
+      continue;
+    }
     ++idle_;
     if (timers_.empty()) {
       work_.Wait(&mu_);
@@ -293,6 +300,7 @@ Fiber* Scheduler::Next() {
       work_.WaitWithDeadline(&mu_, timers_.begin()->first);
     }
     --idle_;
+    spun = false;
   }
 }
 
@@ -370,7 +378,7 @@ void Scheduler::PushLocked(Fiber* fiber) {
   if (idle_ > 0) work_.Signal();
 }
 
-bool Scheduler::Spin() {
+void Scheduler::Spin() {
   // Fibers parked at a meeting are usually woken a few microseconds later,
   // by the last to arrive on another thread: looking at the run queue for a
   // while costs less than a sleep and a wake of this thread (two context
@@ -389,7 +397,6 @@ bool Scheduler::Spin() {
     if (found || absl::Now() >= until) break;
   }
   mu_.Lock();
-  return found;
 }
 
 }  // namespace tpu::emulator::fiber

@@ -141,9 +141,8 @@ class Scheduler {
   void Loop();
   // The next fiber to run, firing due timers; null once stopping.
   Fiber* Next();
-  // Unlocks mu_ and waits a little for a fiber to become ready; true if one
-  // did. Relocks mu_.
-  bool Spin() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Unlocks mu_, waits a little for a fiber to become ready, and relocks.
+  void Spin() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the loop does once `fiber` switched out to it.
   void AfterSwitch(Fiber* fiber);
   // Makes a claimed fiber runnable (see Fiber's states).
