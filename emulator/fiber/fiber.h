@@ -106,7 +106,7 @@ class Fiber {
   void* sp_ = nullptr;
   // The thread this fiber last ran on (set before every switch in).
   ThreadContext* thread_ = nullptr;
-  void* tsan_fiber_ = nullptr;
+  [[maybe_unused]] void* tsan_fiber_ = nullptr;  // TSan builds only
   std::atomic<int> state_{kReady};
   std::atomic<uint64_t> token_{0};
   // Its timer in the scheduler's timer map, while a timed park is armed.
