@@ -62,12 +62,11 @@ void WakeWord::Wait(uint32_t seen, absl::Duration timeout) {
 void WakeWord::WakeAll() {
   word_.fetch_add(1, std::memory_order_seq_cst);
   if (parkers_.load(std::memory_order_seq_cst) > 0) {
-    std::vector<std::pair<Fiber*, uint64_t>> parked;
-    {
-      absl::MutexLock lock(&mu_);
-      parked.swap(parked_);
-    }
-    for (const auto& [fiber, token] : parked) Fiber::Wake(fiber, token);
+    // Claimed under mu_: a fiber whose park timed out takes mu_ before it
+    // leaves Wait, so none can end (and be destroyed) while claimed here.
+    absl::MutexLock lock(&mu_);
+    for (const auto& [fiber, token] : parked_) Fiber::Wake(fiber, token);
+    parked_.clear();
   }
   if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word_), FUTEX_WAKE_PRIVATE,
