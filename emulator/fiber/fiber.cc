@@ -92,6 +92,7 @@ __attribute__((noinline)) Fiber* Fiber::Current() {
 uint64_t Fiber::PrepareToPark() {
   // Only the fiber arms its token (odd); a waker's claim makes it even.
   const uint64_t token = token_.load(std::memory_order_relaxed) + 1;
+  timed_out_ = false;
   state_.store(kParking, std::memory_order_relaxed);
   token_.store(token, std::memory_order_release);
   return token;
@@ -115,6 +116,33 @@ void Fiber::Park(uint64_t token, absl::Time deadline) {
       scheduler_->timers_.erase(timer_);
       has_timer_ = false;
     }
+  }
+}
+
+bool Fiber::Claim(Fiber* fiber, uint64_t token) {
+  uint64_t expected = token;
+  return fiber->token_.compare_exchange_strong(expected, token + 1,
+                                               std::memory_order_acq_rel);
+}
+
+void Fiber::ReadyAll(const std::vector<Fiber*>& fibers) {
+  if (fibers.empty()) return;
+  Scheduler* scheduler = fibers.front()->scheduler_;
+  int idle = 0;
+  {
+    absl::MutexLock lock(&scheduler->mu_);
+    for (Fiber* fiber : fibers) {
+      scheduler->ReadyLocked(fiber, /*signal=*/false);
+    }
+    idle = scheduler->idle_;
+  }
+  // Signalled after unlocking, so that a woken thread does not block at
+  // once on mu_. No wake is lost: a thread counted idle under mu_ is already
+  // waiting on work_, and one that goes idle later sees the queue first.
+  if (idle > 1 && fibers.size() > 1) {
+    scheduler->work_.SignalAll();
+  } else if (idle > 0) {
+    scheduler->work_.Signal();
   }
 }
 
@@ -274,6 +302,7 @@ Fiber* Scheduler::Next() {
         uint64_t expected = token;
         if (fiber->token_.compare_exchange_strong(expected, token + 1,
                                                   std::memory_order_acq_rel)) {
+          fiber->timed_out_ = true;
           ReadyLocked(fiber);
         }
       }
@@ -344,15 +373,20 @@ void Scheduler::Ready(Fiber* fiber) {
       continue;
     }
     if (state == Fiber::kParked) {
-      absl::MutexLock lock(&mu_);
-      PushLocked(fiber);
+      int idle = 0;
+      {
+        absl::MutexLock lock(&mu_);
+        PushLocked(fiber, /*signal=*/false);
+        idle = idle_;
+      }
+      if (idle > 0) work_.Signal();  // after unlocking, as in ReadyAll
       return;
     }
     Die("a fiber was woken that was not parked");
   }
 }
 
-void Scheduler::ReadyLocked(Fiber* fiber) {
+void Scheduler::ReadyLocked(Fiber* fiber, bool signal) {
   int state = fiber->state_.load(std::memory_order_acquire);
   while (true) {
     if (state == Fiber::kParking) {
@@ -363,19 +397,19 @@ void Scheduler::ReadyLocked(Fiber* fiber) {
       continue;
     }
     if (state == Fiber::kParked) {
-      PushLocked(fiber);
+      PushLocked(fiber, signal);
       return;
     }
     Die("a fiber was woken that was not parked");
   }
 }
 
-void Scheduler::PushLocked(Fiber* fiber) {
+void Scheduler::PushLocked(Fiber* fiber, bool signal) {
   fiber->state_.store(Fiber::kReady, std::memory_order_relaxed);
   ready_.push_back(fiber);
   ready_count_.store(static_cast<int>(ready_.size()),
                      std::memory_order_relaxed);
-  if (idle_ > 0) work_.Signal();
+  if (signal && idle_ > 0) work_.Signal();
 }
 
 void Scheduler::Spin() {

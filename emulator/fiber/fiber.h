@@ -80,6 +80,14 @@ class Fiber {
   // Makes `fiber` ready if `token` is its armed park; false if that park was
   // already woken.
   static bool Wake(Fiber* fiber, uint64_t token);
+  // Claims the armed park `token` of `fiber` without making it ready yet;
+  // the caller passes the claimed fibers to ReadyAll. False if that park was
+  // already woken.
+  static bool Claim(Fiber* fiber, uint64_t token);
+  // Makes claimed fibers ready (all of one scheduler), under one lock.
+  static void ReadyAll(const std::vector<Fiber*>& fibers);
+  // After Park returned: whether its deadline ended it (not a Wake).
+  bool timed_out() const { return timed_out_; }
 
   // Moves the current fiber to the back of the run queue.
   static void Yield();
@@ -111,6 +119,9 @@ class Fiber {
   std::atomic<uint64_t> token_{0};
   // Its timer in the scheduler's timer map, while a timed park is armed.
   bool has_timer_ = false;  // guarded by scheduler_->mu_
+  // Set by the timer that claimed the last park; read by the fiber after it
+  // resumed (the run queue's lock orders the two).
+  bool timed_out_ = false;
   std::multimap<absl::Time, std::pair<Fiber*, uint64_t>>::iterator timer_;
 
   absl::Mutex join_mu_;
@@ -147,8 +158,12 @@ class Scheduler {
   void AfterSwitch(Fiber* fiber);
   // Makes a claimed fiber runnable (see Fiber's states).
   void Ready(Fiber* fiber);
-  void ReadyLocked(Fiber* fiber) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PushLocked(Fiber* fiber) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With `signal`, wakes an idle thread (under mu_); without, the caller
+  // does after unlocking.
+  void ReadyLocked(Fiber* fiber, bool signal = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PushLocked(Fiber* fiber, bool signal = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void* AllocateStack();
   void ReleaseStack(void* stack);
 

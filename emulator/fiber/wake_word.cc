@@ -49,8 +49,9 @@ void WakeWord::Wait(uint32_t seen, absl::Duration timeout) {
     parked_.emplace_back(self, token);
   }
   self->Park(token, deadline);
-  {
-    // Timed out (or woken): leave the list if WakeAll did not take us.
+  if (self->timed_out()) {
+    // Still on the list (WakeAll takes off only the fibers it claims). Under
+    // mu_: a WakeAll may be looking at the entry right now.
     absl::MutexLock lock(&mu_);
     auto it =
         std::find(parked_.begin(), parked_.end(), std::make_pair(self, token));
@@ -61,16 +62,29 @@ void WakeWord::Wait(uint32_t seen, absl::Duration timeout) {
 
 void WakeWord::WakeAll() {
   word_.fetch_add(1, std::memory_order_seq_cst);
+  std::vector<Fiber*> claimed;
   if (parkers_.load(std::memory_order_seq_cst) > 0) {
     // Claimed under mu_: a fiber whose park timed out takes mu_ before it
-    // leaves Wait, so none can end (and be destroyed) while claimed here.
+    // leaves Wait, so none can end (and be destroyed) while looked at here.
+    // The claimed ones stay parked until ReadyAll, which runs without mu_ so
+    // that they do not wake into a held lock (they leave Wait without it).
     absl::MutexLock lock(&mu_);
-    for (const auto& [fiber, token] : parked_) Fiber::Wake(fiber, token);
-    parked_.clear();
+    claimed.reserve(parked_.size());
+    for (auto it = parked_.begin(); it != parked_.end();) {
+      if (Fiber::Claim(it->first, it->second)) {
+        claimed.push_back(it->first);
+        it = parked_.erase(it);
+      } else {
+        ++it;  // timed out: it takes itself off the list
+      }
+    }
   }
-  if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word_), FUTEX_WAKE_PRIVATE,
-          INT_MAX, nullptr, nullptr, 0);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word_), FUTEX_WAKE_PRIVATE,
+            INT_MAX, nullptr, nullptr, 0);
+  }
+  // Last: once ready, a waiter may leave and destroy this word.
+  Fiber::ReadyAll(claimed);
 }
 
 void SleepFor(absl::Duration duration) {
