@@ -205,7 +205,13 @@ Scheduler::Scheduler(std::string name, int threads, size_t stack_bytes)
       guard_bytes_(static_cast<size_t>(sysconf(_SC_PAGESIZE))) {
   if (threads < 1) threads = 1;
   threads_.reserve(threads);
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  {
+    absl::MutexLock lock(&mu_);
+    ready_.resize(threads);
+  }
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([this, i] { Loop(i); });
+  }
 }
 
 Scheduler::~Scheduler() {
@@ -232,6 +238,8 @@ std::unique_ptr<Fiber> Scheduler::Start(std::function<void()> body) {
   fiber->tsan_fiber_ = __tsan_create_fiber(0);
 #endif
   absl::MutexLock lock(&mu_);
+  fiber->home_ = next_home_;
+  next_home_ = (next_home_ + 1) % static_cast<int>(ready_.size());
   PushLocked(fiber.get());
   return fiber;
 }
@@ -263,12 +271,12 @@ void Scheduler::ReleaseStack(void* stack) {
   free_stacks_.push_back(stack);
 }
 
-void Scheduler::Loop() {
+void Scheduler::Loop(int index) {
   ThreadContext context;
 #ifdef TPU_FIBER_TSAN
   context.tsan_fiber = __tsan_get_current_fiber();
 #endif
-  while (Fiber* fiber = Next()) {
+  while (Fiber* fiber = Next(index)) {
     fiber->thread_ = &context;
     fiber->state_.store(Fiber::kRunning, std::memory_order_relaxed);
     current_fiber = fiber;
@@ -289,7 +297,7 @@ void Scheduler::Loop() {
   }
 }
 
-Fiber* Scheduler::Next() {
+Fiber* Scheduler::Next(int index) {
   absl::MutexLock lock(&mu_);
   bool spun = false;
   while (true) {
@@ -307,11 +315,18 @@ Fiber* Scheduler::Next() {
         }
       }
     }
-    if (!ready_.empty()) {
-      Fiber* fiber = ready_.front();
-      ready_.pop_front();
-      ready_count_.store(static_cast<int>(ready_.size()),
-                         std::memory_order_relaxed);
+    if (ready_count_.load(std::memory_order_relaxed) > 0) {
+      // Its own queue first, else the longest other one's oldest fiber.
+      std::deque<Fiber*>* queue = &ready_[index];
+      if (queue->empty()) {
+        for (std::deque<Fiber*>& other : ready_) {
+          if (other.size() > queue->size()) queue = &other;
+        }
+      }
+      Fiber* fiber = queue->front();
+      queue->pop_front();
+      ready_count_.fetch_sub(1, std::memory_order_relaxed);
+      fiber->home_ = index;
       return fiber;
     }
     if (stopping_) return nullptr;
@@ -406,9 +421,8 @@ void Scheduler::ReadyLocked(Fiber* fiber, bool signal) {
 
 void Scheduler::PushLocked(Fiber* fiber, bool signal) {
   fiber->state_.store(Fiber::kReady, std::memory_order_relaxed);
-  ready_.push_back(fiber);
-  ready_count_.store(static_cast<int>(ready_.size()),
-                     std::memory_order_relaxed);
+  ready_[fiber->home_].push_back(fiber);
+  ready_count_.fetch_add(1, std::memory_order_relaxed);
   if (signal && idle_ > 0) work_.Signal();
 }
 

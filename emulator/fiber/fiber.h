@@ -117,6 +117,8 @@ class Fiber {
   [[maybe_unused]] void* tsan_fiber_ = nullptr;  // TSan builds only
   std::atomic<int> state_{kReady};
   std::atomic<uint64_t> token_{0};
+  // The scheduler thread whose run queue it goes to when ready.
+  int home_ = 0;  // guarded by scheduler_->mu_
   // Its timer in the scheduler's timer map, while a timed park is armed.
   bool has_timer_ = false;  // guarded by scheduler_->mu_
   // Set by the timer that claimed the last park; read by the fiber after it
@@ -149,9 +151,9 @@ class Scheduler {
 
  private:
   friend class Fiber;
-  void Loop();
+  void Loop(int index);
   // The next fiber to run, firing due timers; null once stopping.
-  Fiber* Next();
+  Fiber* Next(int index);
   // Unlocks mu_, waits a little for a fiber to become ready, and relocks.
   void Spin() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the loop does once `fiber` switched out to it.
@@ -173,9 +175,17 @@ class Scheduler {
 
   mutable absl::Mutex mu_;
   absl::CondVar work_;
-  std::deque<Fiber*> ready_ ABSL_GUARDED_BY(mu_);
-  // ready_.size(), read without mu_ by threads spinning before they sleep.
+  // Ready fibers, one queue per thread: a fiber goes back to the queue of
+  // the thread it last ran on, so that it keeps its cache and, above all,
+  // frees memory to the malloc arena it allocated from (a fiber that moved
+  // threads frees into the other thread's arena, under its lock). A thread
+  // with an empty queue takes from another's.
+  std::vector<std::deque<Fiber*>> ready_ ABSL_GUARDED_BY(mu_);
+  // Fibers in all of ready_, read without mu_ by threads spinning before
+  // they sleep.
   std::atomic<int> ready_count_{0};
+  // Where Start puts the next new fiber (round robin).
+  int next_home_ ABSL_GUARDED_BY(mu_) = 0;
   std::multimap<absl::Time, std::pair<Fiber*, uint64_t>> timers_
       ABSL_GUARDED_BY(mu_);
   int idle_ ABSL_GUARDED_BY(mu_) = 0;
