@@ -18,6 +18,9 @@ constexpr absl::Duration kCancelPoll = absl::Milliseconds(50);
 constexpr absl::Duration kPingDeadline = absl::Seconds(2);
 constexpr int kPingAttempts = 3;
 constexpr absl::Duration kReportDeadline = absl::Seconds(5);
+// A delivery is one message the coordinator takes at once; the bound only
+// keeps a wedged peer from holding this core forever.
+constexpr absl::Duration kDeliverDeadline = absl::Seconds(60);
 
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
@@ -108,6 +111,20 @@ absl::StatusOr<Literal> GrpcPeerLink::Contribute(
   }
   if (!status.ok()) return PeerError(host, status);
   return Literal::FromProto(result.value());
+}
+
+absl::Status GrpcPeerLink::Deliver(int host,
+                                   const tpu_emulator::Delivery& delivery) {
+  if (host < 0 || host >= static_cast<int>(stubs_.size()) ||
+      stubs_[host] == nullptr) {
+    return absl::InternalError(absl::StrCat("no peer worker host ", host));
+  }
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(kDeliverDeadline));
+  tpu_emulator::DeliveryAck ack;
+  grpc::Status status = stubs_[host]->Deliver(&context, delivery, &ack);
+  if (!status.ok()) return PeerError(host, status);
+  return absl::OkStatus();
 }
 
 absl::Status GrpcPeerLink::Ping(int host) {

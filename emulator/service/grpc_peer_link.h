@@ -32,6 +32,8 @@ class GrpcPeerLink : public PeerLink {
   absl::StatusOr<Literal> Contribute(
       int host, const tpu_emulator::Contribution& arrival,
       const std::atomic<bool>* cancelled) override;
+  absl::Status Deliver(int host,
+                       const tpu_emulator::Delivery& delivery) override;
   absl::Status Ping(int host) override;
   absl::StatusOr<tpu_emulator::PeerWaitReport> LocalWaitReport(
       int host, int history) override;

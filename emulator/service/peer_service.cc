@@ -28,6 +28,12 @@ grpc::Status PeerService::Contribute(
   return grpc::Status::OK;
 }
 
+grpc::Status PeerService::Deliver(grpc::ServerContext*,
+                                  const tpu_emulator::Delivery* request,
+                                  tpu_emulator::DeliveryAck*) {
+  return ToGrpc(hub_->DeliverFromPeer(*request));
+}
+
 grpc::Status PeerService::Ping(grpc::ServerContext*,
                                const tpu_emulator::PingRequest*,
                                tpu_emulator::PingResponse* response) {

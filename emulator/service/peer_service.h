@@ -21,6 +21,9 @@ class PeerService : public tpu_emulator::Peer::Service {
   grpc::Status Contribute(grpc::ServerContext* context,
                           const tpu_emulator::Contribution* request,
                           tpu_emulator::ContributionResult* response) override;
+  grpc::Status Deliver(grpc::ServerContext* context,
+                       const tpu_emulator::Delivery* request,
+                       tpu_emulator::DeliveryAck* response) override;
   grpc::Status Ping(grpc::ServerContext* context,
                     const tpu_emulator::PingRequest* request,
                     tpu_emulator::PingResponse* response) override;
