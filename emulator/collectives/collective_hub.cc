@@ -816,21 +816,16 @@ absl::StatusOr<Literal> CollectiveHub::ArriveSuffix(
                                            arrival.host_id(), " left"));
 }
 
-absl::Status CollectiveHub::DeliverFromPeer(
-    const tpu_emulator::Delivery& delivery) {
-  absl::StatusOr<Literal> value =
-      delivery.code() != 0 ? absl::StatusOr<Literal>(absl::Status(
-                                 static_cast<absl::StatusCode>(delivery.code()),
-                                 delivery.message()))
-                           : Literal::FromProto(delivery.value());
+absl::Status CollectiveHub::DeliverFromPeer(const std::string& key,
+                                            absl::StatusOr<Literal> value) {
   std::shared_ptr<Meeting> meeting;
   {
     absl::MutexLock lock(&mu_);
-    auto it = delivering_.find(delivery.meeting());
+    auto it = delivering_.find(key);
     if (it == delivering_.end()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "host ", options_.host_id, " waits for no suffix fold of meeting ",
-          delivery.meeting()));
+      return absl::FailedPreconditionError(
+          absl::StrCat("host ", options_.host_id,
+                       " waits for no suffix fold of meeting ", key));
     }
     meeting = std::move(it->second);
     delivering_.erase(it);
@@ -955,16 +950,8 @@ absl::StatusOr<Literal> CollectiveHub::GatherSuffix(
   // The coordinator's cores wait for the result (or why there is none);
   // one that is gone makes this fail, which nobody here needs to hear.
   if (partial.status().code() != absl::StatusCode::kUnavailable) {
-    tpu_emulator::Delivery delivery;
-    delivery.set_meeting(std::string(arrival.key));
-    delivery.set_host_id(options_.host_id);
-    if (result.ok()) {
-      *delivery.mutable_value() = result->ToProto();
-    } else {
-      delivery.set_code(static_cast<int>(result.status().code()));
-      delivery.set_message(std::string(result.status().message()));
-    }
-    (void)options_.peers->Deliver(coordinator, delivery);
+    (void)options_.peers->Deliver(coordinator, std::string(arrival.key),
+                                  result);
   }
   {
     absl::MutexLock lock(&mu_);

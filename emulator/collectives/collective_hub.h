@@ -214,7 +214,8 @@ class CollectiveHub {
   // The result of a suffix fold (proto/peer.proto) comes back from the
   // worker that folded it (the peer service's Deliver): the meeting's cores
   // here get it. FAILED_PRECONDITION when no meeting waits for it.
-  absl::Status DeliverFromPeer(const tpu_emulator::Delivery& delivery);
+  absl::Status DeliverFromPeer(const std::string& meeting,
+                               absl::StatusOr<Literal> result);
 
  private:
   friend class Launch;

@@ -45,10 +45,10 @@ class InMemoryPeerLink : public PeerLink {
       return cancelled != nullptr && cancelled->load();
     });
   }
-  absl::Status Deliver(int host,
-                       const tpu_emulator::Delivery& delivery) override {
+  absl::Status Deliver(int host, const std::string& meeting,
+                       const absl::StatusOr<Literal>& result) override {
     if (dead[host]) return Gone(host);
-    return hubs[host]->DeliverFromPeer(delivery);
+    return hubs[host]->DeliverFromPeer(meeting, result);
   }
   absl::Status Ping(int host) override {
     return dead[host] ? Gone(host) : absl::OkStatus();

@@ -40,8 +40,8 @@ class PeerLink {
   // Hands the result of a suffix fold (proto/peer.proto) to the meeting on
   // `host`, its coordinator. UNAVAILABLE naming the worker when it cannot be
   // reached.
-  virtual absl::Status Deliver(int host,
-                               const tpu_emulator::Delivery& delivery) = 0;
+  virtual absl::Status Deliver(int host, const std::string& meeting,
+                               const absl::StatusOr<Literal>& result) = 0;
 
   // OK while worker `host` answers; UNAVAILABLE naming it otherwise.
   virtual absl::Status Ping(int host) = 0;

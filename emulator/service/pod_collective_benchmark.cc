@@ -60,9 +60,9 @@ class ForwardingPeerLink : public PeerLink {
       const std::atomic<bool>* cancelled) override {
     return Target()->Contribute(host, arrival, cancelled);
   }
-  absl::Status Deliver(int host,
-                       const tpu_emulator::Delivery& delivery) override {
-    return Target()->Deliver(host, delivery);
+  absl::Status Deliver(int host, const std::string& meeting,
+                       const absl::StatusOr<Literal>& result) override {
+    return Target()->Deliver(host, meeting, result);
   }
   absl::Status Ping(int host) override { return Target()->Ping(host); }
   absl::StatusOr<tpu_emulator::PeerWaitReport> LocalWaitReport(
