@@ -322,15 +322,15 @@ class TinyProgramRunner {
   }
 
   // Microseconds of one round trip. The previous round trip's buffers are
-  // deallocated first, untimed, as a loop that runs one program after the
+  // deallocated first, timed, as a loop that runs one program after the
   // other does: the deallocations ride with this round trip's entries.
   // (Deallocating them right after the previous round trip instead would
   // put the benchmark's own interleaved measurements between them and this
   // round trip, longer than the driver's coalescing window: they would
   // leave alone, and their answer would be read inside this round trip.)
   double RunOnce() {
-    Release();
     const auto start = Clock::now();
+    Release();
     x_ = driver_->Allocate(0, tpu_driver::HBM, F32(4), {});
     y_ = driver_->Allocate(0, tpu_driver::HBM, F32(4), {});
     auto to = driver_->TransferToDevice(in_, x_.get(), {});
