@@ -31,9 +31,15 @@ void CompletionEvent::SetDriver(std::shared_ptr<EventDriver> driver) {
 }
 
 absl::Status CompletionEvent::Await() {
-  if (std::shared_ptr<EventDriver> driver = PendingDriver()) {
-    driver->DriveUntilComplete(*this);
+  std::shared_ptr<EventDriver> driver;
+  {
+    // One lock when it is complete already, as most awaited events of a
+    // pipeline are.
+    absl::MutexLock lock(&mu_);
+    if (done_) return status_;
+    driver = driver_;
   }
+  if (driver != nullptr) driver->DriveUntilComplete(*this);
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(&done_));
   return status_;

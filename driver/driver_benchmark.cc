@@ -317,22 +317,28 @@ class TinyProgramRunner {
     assignment_.add_computation_devices()->add_replica_device_ids(0);
   }
   ~TinyProgramRunner() {
+    Release();
     driver_->UnloadProgram(std::move(loaded_), {})->Await().IgnoreError();
   }
 
-  // Microseconds of one round trip.
+  // Microseconds of one round trip. The previous round trip's buffers are
+  // deallocated first, timed, as a loop that runs one program after the
+  // other does: the deallocations ride with this round trip's entries.
+  // (Deallocating them right after the previous round trip instead would
+  // put the benchmark's own interleaved measurements between them and this
+  // round trip, longer than the driver's coalescing window: they would
+  // leave alone, and their answer would be read inside this round trip.)
   double RunOnce() {
     const auto start = Clock::now();
-    auto x = driver_->Allocate(0, tpu_driver::HBM, F32(4), {});
-    auto y = driver_->Allocate(0, tpu_driver::HBM, F32(4), {});
-    auto to = driver_->TransferToDevice(in_, x.get(), {});
-    auto run = driver_->ExecuteProgram(loaded_.get(), {x.get(), x.get()},
-                                       {y.get()}, assignment_, {to.get()});
+    Release();
+    x_ = driver_->Allocate(0, tpu_driver::HBM, F32(4), {});
+    y_ = driver_->Allocate(0, tpu_driver::HBM, F32(4), {});
+    auto to = driver_->TransferToDevice(in_, x_.get(), {});
+    auto run = driver_->ExecuteProgram(loaded_.get(), {x_.get(), x_.get()},
+                                       {y_.get()}, assignment_, {to.get()});
     status_.Update(
-        driver_->TransferFromDevice(y.get(), out_, {run.get()})->Await());
+        driver_->TransferFromDevice(y_.get(), out_, {run.get()})->Await());
     const double micros = Seconds(Clock::now() - start) * 1e6;
-    driver_->Deallocate(std::move(x), {});
-    driver_->Deallocate(std::move(y), {});
     if (status_.ok() && out_[3] != 8) {
       status_ = absl::InternalError("wrong result");
     }
@@ -342,7 +348,14 @@ class TinyProgramRunner {
   const absl::Status& status() const { return status_; }
 
  private:
+  // Deallocates the last round trip's buffers, if any.
+  void Release() {
+    if (x_ != nullptr) driver_->Deallocate(std::move(x_), {});
+    if (y_ != nullptr) driver_->Deallocate(std::move(y_), {});
+  }
+
   TpuDriver* const driver_;
+  std::unique_ptr<BufferHandle> x_, y_;
   std::unique_ptr<CompiledProgramHandle> program_;
   std::unique_ptr<LoadedProgramHandle> loaded_;
   xla::DeviceAssignmentProto assignment_;

@@ -108,6 +108,7 @@ StreamDriver::~StreamDriver() {
     absl::MutexLock lock(&mu_);
     was_closed = closed_;
     closed_ = true;
+    issuing_closed_.store(true, std::memory_order_release);
   }
   if (was_closed) return;
   ShutdownChannels(/*graceful=*/true, absl::StatusCode::kAborted,
@@ -186,6 +187,7 @@ absl::Status StreamDriver::Reset() {
   {
     absl::MutexLock lock(&mu_);
     closed_ = true;
+    issuing_closed_.store(true, std::memory_order_release);
   }
   ShutdownChannels(/*graceful=*/false, absl::StatusCode::kAborted,
                    absl::StrCat("the TPU driver for ", address_, " was reset"));
@@ -270,13 +272,10 @@ std::shared_ptr<CompletionEvent> StreamDriver::Issue(
     event->Complete(std::move(status));
     return event;
   };
-  {
-    absl::MutexLock lock(&mu_);
-    if (closed_) {
-      return fail(absl::FailedPreconditionError(
-          absl::StrCat(OpName(*event), " was issued after the TPU driver for ",
-                       address_, " was reset; open a new driver")));
-    }
+  if (issuing_closed_.load(std::memory_order_acquire)) {
+    return fail(absl::FailedPreconditionError(
+        absl::StrCat(OpName(*event), " was issued after the TPU driver for ",
+                     address_, " was reset; open a new driver")));
   }
   entry.entry.set_operation_id(event->id().AsInt());
 

@@ -175,6 +175,10 @@ class StreamDriver : public TpuDriver {
   StreamChannel* compile_channel_ = nullptr;
 
   std::atomic<uint64_t> next_operation_id_{0};
+  // closed_, readable without the lock: every operation checks it as it is
+  // issued. An operation racing with Reset that misses it is refused by its
+  // stream instead.
+  std::atomic<bool> issuing_closed_{false};
 
   absl::Mutex mu_;
   // Reset or destroyed: every new operation fails up front.

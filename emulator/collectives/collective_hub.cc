@@ -58,7 +58,8 @@ struct CollectiveHub::CoreRecord {
 
 // One meeting point: a collective instruction's execution in one launch of
 // one group.
-struct CollectiveHub::Meeting {
+struct CollectiveHub::Meeting
+    : public std::enable_shared_from_this<CollectiveHub::Meeting> {
   std::string key;
   // The first arrival's view of the collective (all agree, or the meeting
   // is a mismatch the wait report shows).
@@ -97,6 +98,17 @@ struct CollectiveHub::Meeting {
   bool checking_peers = false;
   // For a participant of a meeting another worker holds: that worker.
   int coordinator = -1;
+  // Suffix folds (proto/peer.proto). Each local participant's fold (they
+  // compute the same) and the group's ranks in fold order.
+  std::vector<const interpreter::CollectiveFold*> folds;
+  std::vector<int> fold_order;
+  // Coordinator: the worker that folds the rest, its ranks, the partial it
+  // continues from once everyone arrived, and whether the result is still
+  // to come back from it.
+  int suffix_host = -1;
+  std::vector<int> suffix_ranks;
+  std::optional<Literal> partial;
+  bool awaiting_delivery = false;
   // The last to arrive, and when (on the trace's clock).
   int last_core = -1;
   int64_t last_arrival_micros = 0;
@@ -318,7 +330,15 @@ absl::StatusOr<Literal> CollectiveHub::Exchange(
   // The worker of the group's lowest core holds the meeting.
   const int coordinator =
       HostOf(*std::min_element(request.devices.begin(), request.devices.end()));
+  const std::atomic<bool>* flag = info.cancelled;
+  const std::function<bool()> cancelled = [flag] {
+    return flag != nullptr && flag->load(std::memory_order_relaxed);
+  };
   if (options_.peers != nullptr && coordinator != options_.host_id) {
+    if (SuffixFoldHost(request, coordinator) == options_.host_id) {
+      return GatherSuffix(info, arrival, request, coordinator,
+                          std::move(contribution), cancelled);
+    }
     return MeetAtPeer(info, arrival, coordinator, contribution);
   }
   if (options_.peers == nullptr) {
@@ -336,11 +356,31 @@ absl::StatusOr<Literal> CollectiveHub::Exchange(
           "--pod_addresses=HOST0:PORT0,HOST1:PORT1,... (index = host id)"));
     }
   }
-  const std::atomic<bool>* flag = info.cancelled;
-  const std::function<bool()> cancelled = [flag] {
-    return flag != nullptr && flag->load(std::memory_order_relaxed);
-  };
-  return Meet(arrival, std::move(contribution), &combine, cancelled, info.core);
+  return Meet(arrival, std::move(contribution), &combine, cancelled, info.core,
+              &request);
+}
+
+int CollectiveHub::SuffixFoldHost(const interpreter::CollectiveRequest& request,
+                                  int coordinator) const {
+  const size_t n = request.devices.size();
+  if (options_.peers == nullptr || request.fold == nullptr || n < 2 ||
+      request.fold_order.size() != n) {
+    return -1;
+  }
+  int suffix = -1;
+  for (size_t i = 0; i < n; ++i) {
+    const int rank = request.fold_order[i];
+    if (rank < 0 || rank >= static_cast<int>(n)) return -1;
+    const int host = HostOf(request.devices[rank]);
+    if (i == 0 && host != coordinator) return -1;
+    if (host == coordinator) {
+      if (suffix >= 0) return -1;  // the coordinator's run resumes
+      continue;
+    }
+    if (suffix >= 0 && host != suffix) return -1;  // a third worker
+    suffix = host;
+  }
+  return suffix;
 }
 
 absl::StatusOr<Literal> CollectiveHub::ArriveFromPeer(
@@ -368,37 +408,53 @@ absl::StatusOr<Literal> CollectiveHub::ArriveFromPeer(
         "}: start every worker of the slice with the same --pod_hosts, "
         "--pod_addresses and core counts"));
   }
+  if (contribution.suffix_fold()) {
+    return ArriveSuffix(contribution, std::move(site), cancelled);
+  }
   arrival.site = std::move(site);
   absl::StatusOr<Literal> value = Literal::FromProto(contribution.value());
   if (!value.ok()) return value.status();
   return Meet(arrival, *std::move(value), /*combine=*/nullptr, cancelled,
-              /*core=*/-1);
+              /*core=*/-1, /*request=*/nullptr);
 }
 
-absl::StatusOr<Literal> CollectiveHub::Meet(
-    const Arrival& arrival, Literal contribution,
-    const interpreter::CollectiveCombine* combine,
-    const std::function<bool()>& cancelled, int core_id) {
-  const CollectiveSite& site = *arrival.site;
-  mu_.Lock();
-  CoreRecord* const core = core_id >= 0 ? FindCore(core_id) : nullptr;
-  auto [it, opened] = meetings_.try_emplace(arrival.key);
+std::shared_ptr<CollectiveHub::Meeting> CollectiveHub::OpenMeeting(
+    absl::string_view key, std::shared_ptr<const CollectiveSite> site) {
+  auto [it, opened] = meetings_.try_emplace(key);
   if (opened) {
     auto fresh = std::make_shared<Meeting>();
     fresh->key = it->first;
-    fresh->site = arrival.site;
-    const size_t n = site.devices.size();
+    const size_t n = site->devices.size();
     fresh->spans_workers =
-        std::any_of(site.devices.begin(), site.devices.end(),
+        std::any_of(site->devices.begin(), site->devices.end(),
                     [this](int device) { return OnOtherWorker(device); });
+    fresh->site = std::move(site);
     fresh->contributions.resize(n);
     fresh->combines.assign(n, nullptr);
+    fresh->folds.assign(n, nullptr);
     fresh->arrived.assign(n, false);
     fresh->cores.assign(n, nullptr);
     fresh->sequences.assign(n, -1);
     it->second = std::move(fresh);
   }
-  std::shared_ptr<Meeting> meeting = it->second;
+  return it->second;
+}
+
+absl::StatusOr<Literal> CollectiveHub::Meet(
+    const Arrival& arrival, Literal contribution,
+    const interpreter::CollectiveCombine* combine,
+    const std::function<bool()>& cancelled, int core_id,
+    const interpreter::CollectiveRequest* request) {
+  const CollectiveSite& site = *arrival.site;
+  mu_.Lock();
+  CoreRecord* const core = core_id >= 0 ? FindCore(core_id) : nullptr;
+  std::shared_ptr<Meeting> meeting = OpenMeeting(arrival.key, arrival.site);
+  if (request != nullptr && meeting->fold_order.empty()) {
+    meeting->fold_order = request->fold_order;
+    if (meeting->spans_workers) {
+      meeting->suffix_host = SuffixFoldHost(*request, options_.host_id);
+    }
+  }
   const int n = static_cast<int>(meeting->devices().size());
   const int rank = arrival.rank;
   if (rank < 0 || rank >= n || meeting->arrived[rank]) {
@@ -408,6 +464,7 @@ absl::StatusOr<Literal> CollectiveHub::Meet(
   }
   meeting->contributions[rank] = std::move(contribution);
   meeting->combines[rank] = combine;
+  meeting->folds[rank] = request != nullptr ? request->fold : nullptr;
   meeting->arrived[rank] = true;
   ++meeting->arrived_count;
   if (core != nullptr) {
@@ -440,7 +497,10 @@ absl::StatusOr<Literal> CollectiveHub::Meet(
                                  arrived_micros);
   }
 
-  if (meeting->arrived_count == n) {
+  if (meeting->arrived_count == n && meeting->suffix_host >= 0) {
+    StartSuffixFold(*meeting);
+    AwaitMeeting(*meeting, cancelled);
+  } else if (meeting->arrived_count == n) {
     // The last arrival combines, outside the lock: a 64 MiB reduction must
     // not stop other cores from arriving elsewhere. Any local participant's
     // combine will do (the coordinator always has one: the lowest core).
@@ -449,7 +509,7 @@ absl::StatusOr<Literal> CollectiveHub::Meet(
       if (run == nullptr) run = c;
     }
     meeting->complete = true;
-    meetings_.erase(it);
+    meetings_.erase(meeting->key);
     absl::StatusOr<std::vector<Literal>> outputs =
         absl::InternalError(absl::StrCat(
             site.instruction, ": no participant of this worker to combine"));
@@ -498,6 +558,7 @@ absl::StatusOr<Literal> CollectiveHub::Meet(
     meeting->arrived[rank] = false;
     meeting->contributions[rank].reset();
     meeting->combines[rank] = nullptr;
+    meeting->folds[rank] = nullptr;
     meeting->cores[rank] = nullptr;
     if (--meeting->arrived_count == 0) {
       auto open = meetings_.find(meeting->key);
@@ -589,9 +650,14 @@ void CollectiveHub::AwaitMeeting(Meeting& meeting,
     if (!meeting.changed.WaitWithTimeout(&mu_, options_.peer_check_period)) {
       continue;
     }
-    if (meeting.done || meeting.complete || meeting.checking_peers) continue;
+    // After everyone arrived only a suffix fold still depends on a peer.
+    if (meeting.done || meeting.checking_peers ||
+        (meeting.complete && !meeting.awaiting_delivery)) {
+      continue;
+    }
     std::vector<int> hosts;
-    for (size_t r = 0; r < meeting.devices().size(); ++r) {
+    if (meeting.awaiting_delivery) hosts.push_back(meeting.suffix_host);
+    for (size_t r = 0; r < meeting.devices().size() && !meeting.complete; ++r) {
       const int host = HostOf(meeting.devices()[r]);
       if (!meeting.arrived[r] && host != options_.host_id &&
           std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
@@ -611,7 +677,12 @@ void CollectiveHub::AwaitMeeting(Meeting& meeting,
     });
     mu_.Lock();
     meeting.checking_peers = false;
-    if (alive.ok() || meeting.done || meeting.complete) continue;
+    if (alive.ok() || meeting.done ||
+        (meeting.complete && !meeting.awaiting_delivery)) {
+      continue;
+    }
+    meeting.awaiting_delivery = false;
+    delivering_.erase(meeting.key);
     // Nothing waits forever on a dead worker: the meeting fails for all.
     meeting.status = absl::UnavailableError(absl::StrCat(
         meeting.kind(), " ", meeting.instruction(), ": ", alive.message()));
@@ -668,6 +739,247 @@ absl::StatusOr<Literal> CollectiveHub::MeetAtPeer(const LaunchInfo& info,
         ": the client was closed while this core waited for its peers"));
   }
   return output;
+}
+
+// Suffix folds (proto/peer.proto). The coordinator holds the first run of
+// the fold order and the suffix worker the rest: the coordinator folds its
+// run into a partial, the suffix worker continues the fold from it over its
+// own contributions (a left fold started from a prefix's fold is the whole
+// fold, bit for bit) and sends the result back. Two payloads cross the link
+// instead of one per remote core each way.
+
+void CollectiveHub::StartSuffixFold(Meeting& meeting) {
+  meeting.complete = true;
+  meetings_.erase(meeting.key);
+  const interpreter::CollectiveFold* fold = nullptr;
+  for (const auto* f : meeting.folds) {
+    if (fold == nullptr) fold = f;
+  }
+  std::vector<const Literal*> values;
+  for (int rank : meeting.fold_order) {
+    if (HostOf(meeting.devices()[rank]) != options_.host_id) break;
+    values.push_back(&*meeting.contributions[rank]);
+  }
+  absl::StatusOr<Literal> partial = absl::InternalError(absl::StrCat(
+      meeting.instruction(), ": no participant of this worker to fold"));
+  if (fold != nullptr && !values.empty()) {
+    mu_.Unlock();
+    partial = (*fold)(values);
+    mu_.Lock();
+  }
+  if (!partial.ok()) {
+    meeting.status = partial.status();
+    Publish(meeting);
+    meeting.wake.WakeAll();
+    return;
+  }
+  meeting.partial = *std::move(partial);
+  for (auto& contribution : meeting.contributions) contribution.reset();
+  meeting.awaiting_delivery = true;
+  delivering_[meeting.key] = meeting.shared_from_this();
+  meeting.changed.SignalAll();
+}
+
+absl::StatusOr<Literal> CollectiveHub::ArriveSuffix(
+    const tpu_emulator::Contribution& arrival,
+    std::shared_ptr<const CollectiveSite> site,
+    const std::function<bool()>& cancelled) {
+  const int n = static_cast<int>(site->devices.size());
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<Meeting> meeting = OpenMeeting(arrival.meeting(), site);
+  if (arrival.ranks_size() == 0 ||
+      arrival.ranks_size() != arrival.cores_size()) {
+    return absl::InvalidArgumentError("a suffix fold names no ranks");
+  }
+  for (int rank : arrival.ranks()) {
+    if (rank < 0 || rank >= n || meeting->arrived[rank]) {
+      return absl::InternalError(
+          absl::StrCat("rank ", rank, " arrived twice at ", site->instruction));
+    }
+  }
+  const absl::Time now = absl::Now();
+  for (int i = 0; i < arrival.ranks_size(); ++i) {
+    meeting->arrived[arrival.ranks(i)] = true;
+    remote_waiters_[arrival.cores(i)] = RemoteWaiter{meeting, now};
+  }
+  meeting->arrived_count += arrival.ranks_size();
+  meeting->suffix_host = arrival.host_id();
+  meeting->suffix_ranks.assign(arrival.ranks().begin(), arrival.ranks().end());
+  if (meeting->arrived_count == n) {
+    // The trace's arrow from each waiter points at the last to arrive.
+    meeting->last_core = arrival.cores(arrival.cores_size() - 1);
+    meeting->last_arrival_micros =
+        options_.recorder != nullptr ? options_.recorder->NowMicros() : 0;
+    StartSuffixFold(*meeting);
+  }
+  while (!meeting->done && !meeting->partial.has_value()) {
+    if (!meeting->complete && cancelled()) break;
+    meeting->changed.WaitWithTimeout(&mu_, options_.peer_check_period);
+  }
+  for (int core : arrival.cores()) remote_waiters_.erase(core);
+  if (meeting->partial.has_value()) return *meeting->partial;
+  if (meeting->done) return meeting->status;
+  // Cancelled before everyone arrived: withdraw every rank it brought.
+  for (int rank : arrival.ranks()) meeting->arrived[rank] = false;
+  meeting->arrived_count -= arrival.ranks_size();
+  if (meeting->arrived_count == 0) {
+    auto open = meetings_.find(meeting->key);
+    if (open != meetings_.end() && open->second == meeting) {
+      meetings_.erase(open);
+    }
+  }
+  return absl::CancelledError(absl::StrCat(site->kind, " ", site->instruction,
+                                           ": the participants on host ",
+                                           arrival.host_id(), " left"));
+}
+
+absl::Status CollectiveHub::DeliverFromPeer(const std::string& key,
+                                            absl::StatusOr<Literal> value) {
+  std::shared_ptr<Meeting> meeting;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = delivering_.find(key);
+    if (it == delivering_.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("host ", options_.host_id,
+                       " waits for no suffix fold of meeting ", key));
+    }
+    meeting = std::move(it->second);
+    delivering_.erase(it);
+    meeting->awaiting_delivery = false;
+    meeting->partial.reset();
+    meeting->status = value.status();
+    if (value.ok()) {
+      meeting->outputs.assign(meeting->devices().size(), *std::move(value));
+    }
+    Publish(*meeting);
+  }
+  meeting->wake.WakeAll();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Literal> CollectiveHub::GatherSuffix(
+    const LaunchInfo& info, const Arrival& arrival,
+    const interpreter::CollectiveRequest& request, int coordinator,
+    Literal contribution, const std::function<bool()>& cancelled) {
+  const CollectiveSite& site = *arrival.site;
+  const int n = static_cast<int>(site.devices.size());
+  const int rank = arrival.rank;
+  // Its own key: this worker's cores gather here, apart from any meeting
+  // of the same collective this worker might coordinate.
+  const std::string key = absl::StrCat(arrival.key, "|suffix");
+  mu_.Lock();
+  CoreRecord* const core = FindCore(info.core);
+  std::shared_ptr<Meeting> meeting = OpenMeeting(key, arrival.site);
+  if (meeting->coordinator < 0) {
+    meeting->coordinator = coordinator;
+    meeting->fold_order = request.fold_order;
+    // Only this worker's cores are waited for here.
+    for (int r = 0; r < n; ++r) {
+      if (HostOf(site.devices[r]) != options_.host_id) {
+        meeting->arrived[r] = true;
+        ++meeting->arrived_count;
+      }
+    }
+  }
+  if (rank < 0 || rank >= n || meeting->arrived[rank] || core == nullptr) {
+    mu_.Unlock();
+    return absl::InternalError(absl::StrCat(
+        "core ", arrival.core, " arrived twice at ", site.instruction));
+  }
+  meeting->contributions[rank] = std::move(contribution);
+  meeting->folds[rank] = request.fold;
+  meeting->arrived[rank] = true;
+  ++meeting->arrived_count;
+  meeting->cores[rank] = core;
+  meeting->sequences[rank] = RecordArrival(*core, arrival, meeting);
+
+  if (meeting->arrived_count < n) {
+    mu_.Unlock();
+    if (AwaitPublished(*meeting, cancelled)) {
+      if (!meeting->status.ok()) return meeting->status;
+      return meeting->outputs[rank];
+    }
+    mu_.Lock();
+    if (!meeting->complete) {
+      RecordDeparture(*core, meeting->sequences[rank], false, absl::Now());
+      meeting->arrived[rank] = false;
+      meeting->contributions[rank].reset();
+      meeting->folds[rank] = nullptr;
+      meeting->cores[rank] = nullptr;
+      --meeting->arrived_count;
+      bool anyone = false;
+      for (const CoreRecord* c : meeting->cores)
+        anyone = anyone || c != nullptr;
+      if (!anyone) {
+        auto open = meetings_.find(meeting->key);
+        if (open != meetings_.end() && open->second == meeting) {
+          meetings_.erase(open);
+        }
+      }
+      mu_.Unlock();
+      return absl::CancelledError(absl::StrCat(
+          site.kind, " ", site.instruction,
+          ": the client was closed while this core waited for its peers"));
+    }
+    AwaitMeeting(*meeting, cancelled);
+    mu_.Unlock();
+    if (!meeting->status.ok()) return meeting->status;
+    return meeting->outputs[rank];
+  }
+
+  // The last of this worker's cores: one arrival at the coordinator for all.
+  meeting->complete = true;
+  meetings_.erase(meeting->key);
+  tpu_emulator::Contribution message;
+  message.set_meeting(std::string(arrival.key));
+  message.set_host_id(options_.host_id);
+  message.set_program(site.program);
+  message.set_launch(site.launch);
+  message.set_instruction(site.instruction);
+  message.set_kind(site.kind);
+  message.set_signature(site.signature);
+  for (int d : site.devices) message.add_group(d);
+  message.set_suffix_fold(true);
+  std::vector<int> mine;
+  for (int r : meeting->fold_order) {
+    if (HostOf(site.devices[r]) != options_.host_id) continue;
+    mine.push_back(r);
+    message.add_ranks(r);
+    message.add_cores(site.devices[r]);
+  }
+  const interpreter::CollectiveFold* fold = request.fold;
+  mu_.Unlock();
+
+  absl::StatusOr<Literal> partial =
+      options_.peers->Contribute(coordinator, message, info.cancelled);
+  absl::StatusOr<Literal> result =
+      partial.ok() ? absl::StatusOr<Literal>(Literal()) : partial.status();
+  if (partial.ok()) {
+    std::vector<const Literal*> values = {&*partial};
+    for (int r : mine) values.push_back(&*meeting->contributions[r]);
+    result = (*fold)(values);
+  } else if (cancelled()) {
+    result = absl::CancelledError(absl::StrCat(
+        site.kind, " ", site.instruction,
+        ": the client was closed while this core waited for its peers"));
+  }
+  // The coordinator's cores wait for the result (or why there is none);
+  // one that is gone makes this fail, which nobody here needs to hear.
+  if (partial.status().code() != absl::StatusCode::kUnavailable) {
+    (void)options_.peers->Deliver(coordinator, std::string(arrival.key),
+                                  result);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    meeting->status = result.status();
+    if (result.ok()) meeting->outputs.assign(n, *std::move(result));
+    for (auto& c : meeting->contributions) c.reset();
+    Publish(*meeting);
+  }
+  meeting->wake.WakeAll();
+  if (!meeting->status.ok()) return meeting->status;
+  return meeting->outputs[rank];
 }
 
 int64_t CollectiveHub::RecordArrival(CoreRecord& core, const Arrival& arrival,
@@ -816,19 +1128,29 @@ void CollectiveHub::DescribeWait(const Meeting& meeting,
   wait->set_kind(meeting.kind());
   wait->set_signature(meeting.signature());
   for (int d : meeting.devices()) wait->add_group(d);
-  if (meeting.coordinator >= 0) {
+  // A suffix worker's cores gathering before they join the coordinator
+  // wait for their own missing cores first (the others are marked arrived).
+  bool missing_here = false;
+  for (size_t r = 0; r < meeting.arrived.size(); ++r) {
+    if (meeting.arrived[r]) continue;
+    const int missing = meeting.devices()[r];
+    wait->add_waiting_for(missing);
+    wait->add_diagnosis(Diagnose(meeting, missing));
+    missing_here = true;
+  }
+  if (meeting.coordinator >= 0 && !missing_here) {
     // Held by another worker, which knows who is missing.
     wait->add_diagnosis(absl::StrCat(
         "the meeting is held by host ", meeting.coordinator, " (",
         options_.peers->Address(meeting.coordinator),
         "), which knows who is missing: ask it, or any worker of the slice"));
-    return;
   }
-  for (size_t r = 0; r < meeting.devices().size(); ++r) {
-    if (meeting.arrived[r]) continue;
-    const int missing = meeting.devices()[r];
-    wait->add_waiting_for(missing);
-    wait->add_diagnosis(Diagnose(meeting, missing));
+  if (meeting.awaiting_delivery) {
+    wait->add_diagnosis(absl::StrCat(
+        "everyone arrived; host ", meeting.suffix_host, " (",
+        options_.peers->Address(meeting.suffix_host),
+        ") folds its cores' contributions onto this worker's and sends the "
+        "result back"));
   }
 }
 

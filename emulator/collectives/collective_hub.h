@@ -212,6 +212,12 @@ class CollectiveHub {
       const tpu_emulator::Contribution& arrival,
       const std::function<bool()>& cancelled);
 
+  // The result of a suffix fold (proto/peer.proto) comes back from the
+  // worker that folded it (the peer service's Deliver): the meeting's cores
+  // here get it. FAILED_PRECONDITION when no meeting waits for it.
+  absl::Status DeliverFromPeer(const std::string& meeting,
+                               absl::StatusOr<Literal> result);
+
  private:
   friend class Launch;
   struct Meeting;
@@ -230,9 +236,38 @@ class CollectiveHub {
   // Joins (or opens) the meeting of `arrival` and waits until it completes.
   // `core` is the arriving core's record (found under mu_), negative for a
   // peer's participant; `combine` is null for a peer's participant.
+  // `request` is the local participant's (null for a peer's).
   absl::StatusOr<Literal> Meet(const Arrival& arrival, Literal contribution,
                                const interpreter::CollectiveCombine* combine,
-                               const std::function<bool()>& cancelled, int core)
+                               const std::function<bool()>& cancelled, int core,
+                               const interpreter::CollectiveRequest* request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The meeting of `key`, opened if new.
+  std::shared_ptr<Meeting> OpenMeeting(
+      absl::string_view key, std::shared_ptr<const CollectiveSite> site)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The worker whose run of ranks ends the fold order of `request` when the
+  // order is a run of `coordinator`'s ranks followed by a run of that
+  // worker's (a suffix fold, proto/peer.proto); -1 otherwise.
+  int SuffixFoldHost(const interpreter::CollectiveRequest& request,
+                     int coordinator) const;
+  // Coordinator: everyone arrived at a suffix-fold meeting; folds this
+  // worker's run into the partial the suffix worker continues from, and
+  // waits for its delivery (or fails the meeting).
+  void StartSuffixFold(Meeting& meeting) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Coordinator: the suffix worker's one arrival for all its ranks; returns
+  // the partial fold.
+  absl::StatusOr<Literal> ArriveSuffix(
+      const tpu_emulator::Contribution& arrival,
+      std::shared_ptr<const CollectiveSite> site,
+      const std::function<bool()>& cancelled) ABSL_LOCKS_EXCLUDED(mu_);
+  // Suffix worker: this worker's cores gather; the last sends one arrival
+  // for all of them, folds their contributions onto the coordinator's
+  // partial, and delivers the result back.
+  absl::StatusOr<Literal> GatherSuffix(
+      const LaunchInfo& info, const Arrival& arrival,
+      const interpreter::CollectiveRequest& request, int coordinator,
+      Literal contribution, const std::function<bool()>& cancelled)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Waits until `meeting` is done or (before it completes) `cancelled`;
   // pings the missing participants' workers while it waits for them.
@@ -294,6 +329,9 @@ class CollectiveHub {
   // (program, assignment, core) -> launches begun.
   absl::flat_hash_map<std::string, int64_t> launch_counts_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<Barrier>> barriers_
+      ABSL_GUARDED_BY(mu_);
+  // Suffix-fold meetings waiting for their result from the suffix worker.
+  absl::flat_hash_map<std::string, std::shared_ptr<Meeting>> delivering_
       ABSL_GUARDED_BY(mu_);
   // Other workers' cores waiting in meetings this worker coordinates.
   absl::flat_hash_map<int, RemoteWaiter> remote_waiters_ ABSL_GUARDED_BY(mu_);

@@ -45,6 +45,11 @@ class InMemoryPeerLink : public PeerLink {
       return cancelled != nullptr && cancelled->load();
     });
   }
+  absl::Status Deliver(int host, const std::string& meeting,
+                       const absl::StatusOr<Literal>& result) override {
+    if (dead[host]) return Gone(host);
+    return hubs[host]->DeliverFromPeer(meeting, result);
+  }
   absl::Status Ping(int host) override {
     return dead[host] ? Gone(host) : absl::OkStatus();
   }
@@ -122,6 +127,89 @@ TEST_F(PeerHubTest, ReplicasOnTwoWorkersMeet) {
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_THAT(Ints(*first), ElementsAre(12));
   EXPECT_THAT(Ints(*second), ElementsAre(12));
+}
+
+// f32 sums whose bits depend on the order: (1e8 + 1) rounds to 1e8.
+constexpr char kFloatSum[] = R"(HloModule fsum
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[2] parameter(0)
+  ROOT s = f32[2] all-reduce(p), replica_groups={}, to_apply=add
+})";
+
+Literal F32Pair(float a, float b) {
+  const float values[] = {a, b};
+  return Literal::FromVector<float>(xla::F32, {2}, absl::MakeConstSpan(values));
+}
+
+// Four replicas on two workers, each assignment run on both workers' cores.
+// {0,1,2,3}: the coordinator (host 0) holds replicas 0 and 1, the start of
+// the fold order, and host 1 the rest: host 1 folds onto host 0's partial.
+// {2,3,0,1}: host 1 holds the start, so every contribution goes to host 0.
+// Both give every replica the bits of a fold in replica order.
+TEST_F(PeerHubTest, FloatSumAcrossWorkersFoldsInReplicaOrder) {
+  auto executable = Compile(kFloatSum, 4);
+  ASSERT_NE(executable, nullptr);
+  const float first[] = {1e8f, 1.0f, -1e8f, 1.0f};
+  const float second[] = {3.0f, 1e8f, 1.0f, -1e8f};
+  float want[2] = {first[0], second[0]};
+  for (int r = 1; r < 4; ++r) {
+    want[0] += first[r];
+    want[1] += second[r];
+  }
+  ASSERT_EQ(want[0], 1.0f);
+  ASSERT_EQ(want[1], 0.0f);
+  for (const std::vector<int>& devices :
+       {std::vector<int>{0, 1, 2, 3}, std::vector<int>{2, 3, 0, 1}}) {
+    std::vector<absl::StatusOr<Literal>> results(4, Literal());
+    std::vector<std::thread> threads;
+    for (int r = 3; r >= 0; --r) {
+      threads.emplace_back([&, r] {
+        const int core = devices[r];
+        results[r] = RunLaunch(*executable, *hubs_[core / 2], core, r, devices,
+                               {F32Pair(first[r], second[r])});
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (int r = 0; r < 4; ++r) {
+      ASSERT_TRUE(results[r].ok()) << r << ": " << results[r].status();
+      auto data = results[r]->data<float>();
+      EXPECT_EQ(data[0], want[0]) << "replica " << r << " on " << devices[r];
+      EXPECT_EQ(data[1], want[1]) << "replica " << r << " on " << devices[r];
+    }
+  }
+  // Nobody waits any more, on either worker.
+  EXPECT_EQ(hubs_[0]->LocalReport().remote_waiters_size(), 0);
+  const tpu_emulator::WaitReport after = hubs_[0]->SliceReport();
+  for (const auto& wait : after.cores()) {
+    EXPECT_NE(wait.activity(), tpu_emulator::CoreWait::WAITING) << wait.core();
+  }
+}
+
+// Host 1's cores gather before they join host 0: one that arrived waits for
+// its missing neighbour, which the report names.
+TEST_F(PeerHubTest, SuffixWorkerWaitsForItsOwnMissingCore) {
+  auto executable = Compile(kFloatSum, 4);
+  ASSERT_NE(executable, nullptr);
+  const std::vector<int> devices = {0, 1, 2, 3};
+  std::atomic<bool> cancelled{false};
+  absl::StatusOr<Literal> on2;
+  std::thread a([&] {
+    on2 = RunLaunch(*executable, *hubs_[1], 2, 2, devices, {F32Pair(1, 2)}, "p",
+                    &cancelled);
+  });
+  tpu_emulator::WaitReport report = AwaitWaiting(2, 3);
+  EXPECT_THAT(report.cores(2).diagnosis(),
+              ElementsAre("core 3 is idle: it has not started launch 0 of p"));
+  cancelled = true;
+  hubs_[1]->WakeWaiters();
+  a.join();
+  EXPECT_EQ(on2.status().code(), absl::StatusCode::kCancelled) << on2.status();
+  EXPECT_EQ(hubs_[0]->LocalReport().remote_waiters_size(), 0);
 }
 
 // Core 0 waits in X for core 2 while core 2 waits in P for core 0: both

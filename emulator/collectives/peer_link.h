@@ -37,6 +37,12 @@ class PeerLink {
       int host, const tpu_emulator::Contribution& arrival,
       const std::atomic<bool>* cancelled) = 0;
 
+  // Hands the result of a suffix fold (proto/peer.proto) to the meeting on
+  // `host`, its coordinator. UNAVAILABLE naming the worker when it cannot be
+  // reached.
+  virtual absl::Status Deliver(int host, const std::string& meeting,
+                               const absl::StatusOr<Literal>& result) = 0;
+
   // OK while worker `host` answers; UNAVAILABLE naming it otherwise.
   virtual absl::Status Ping(int host) = 0;
 

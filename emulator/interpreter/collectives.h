@@ -50,6 +50,11 @@ inline const DeviceAssignment& AssignmentOrSingle(
   return assignment != nullptr ? *assignment : *kSingle;
 }
 
+// Folds `values` left to right (the first is where the fold starts), as an
+// all-reduce's reduction combines contributions, rounding at every step.
+using CollectiveFold = std::function<absl::StatusOr<Literal>(
+    const std::vector<const Literal*>& values)>;
+
 struct CollectiveRequest {
   // The instruction's name and opcode ("all-reduce.3", "all-reduce"), and
   // its computation's name: they identify the meeting point within a launch
@@ -65,6 +70,13 @@ struct CollectiveRequest {
   int rank = 0;
   // "f32[1024]": what the participant contributes, to diagnose mismatches.
   std::string signature;
+  // All-reduce only (null otherwise): every rank's output is `fold` over the
+  // contributions of the ranks in `fold_order`, left to right. A left fold
+  // may start from the fold of a prefix of that order, so the workers of a
+  // pod slice can fold their own run of it where the data lives and send
+  // one partial result instead of every contribution. Valid during Exchange.
+  const CollectiveFold* fold = nullptr;
+  std::vector<int> fold_order;
 };
 
 // Produces one output per rank from the contributions, in group order.

@@ -123,6 +123,17 @@ class CollectiveKernel : public Kernel {
       return args.kernel->Combine(all, *args.ids, args.device, *args.context);
     };
 
+    // An all-reduce is a left fold in ascending id order: a worker of a pod
+    // slice may fold its own run of that order and pass the partial on.
+    CollectiveFold fold = [&args](const std::vector<const Literal*>& values)
+        -> absl::StatusOr<Literal> {
+      return args.kernel->Fold(values, *args.context);
+    };
+    if (spec_.kind == Kind::kAllReduce) {
+      request.fold = &fold;
+      request.fold_order = AscendingOrder(participants->ids);
+    }
+
     absl::StatusOr<Literal> output;
     if (execution.collectives != nullptr) {
       output = execution.collectives->Exchange(request, contribution, combine);
@@ -192,6 +203,29 @@ class CollectiveKernel : public Kernel {
     return Literal::Tuple(std::move(elements));
   }
 
+  // The reduction over `values` in the order given.
+  absl::StatusOr<Literal> Fold(const std::vector<const Literal*>& values,
+                               KernelContext& context) const {
+    std::vector<Literal> all;
+    std::vector<int> order;
+    for (const Literal* value : values) {
+      order.push_back(static_cast<int>(all.size()));
+      all.push_back(*value);
+    }
+    return ReduceContributions(all, order, ReductionFor(context),
+                               context.device());
+  }
+
+  Reduction ReductionFor(KernelContext& context) const {
+    Reduction reduction{spec_.reduction, nullptr};
+    if (spec_.reducer != nullptr) {
+      reduction.reducer = [this, &context](const Literal& a, const Literal& b) {
+        return context.Call(*spec_.reducer, {a, b});
+      };
+    }
+    return reduction;
+  }
+
   absl::StatusOr<std::vector<Literal>> Combine(
       const std::vector<Literal>& all, const std::vector<int64_t>& ids,
       const Eigen::ThreadPoolDevice* device, KernelContext& context) const {
@@ -199,15 +233,8 @@ class CollectiveKernel : public Kernel {
     switch (spec_.kind) {
       case Kind::kAllReduce:
       case Kind::kReduceScatter: {
-        Reduction reduction{spec_.reduction, nullptr};
-        if (spec_.reducer != nullptr) {
-          reduction.reducer = [this, &context](const Literal& a,
-                                               const Literal& b) {
-            return context.Call(*spec_.reducer, {a, b});
-          };
-        }
-        absl::StatusOr<Literal> reduced =
-            ReduceContributions(all, AscendingOrder(ids), reduction, device);
+        absl::StatusOr<Literal> reduced = ReduceContributions(
+            all, AscendingOrder(ids), ReductionFor(context), device);
         if (!reduced.ok()) return reduced.status();
         if (spec_.kind == Kind::kAllReduce) {
           return std::vector<Literal>(n, *reduced);

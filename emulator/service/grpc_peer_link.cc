@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "emulator/service/peer_payload.h"
 #include "grpcpp/grpcpp.h"
 
 namespace tpu::emulator {
@@ -18,6 +19,9 @@ constexpr absl::Duration kCancelPoll = absl::Milliseconds(50);
 constexpr absl::Duration kPingDeadline = absl::Seconds(2);
 constexpr int kPingAttempts = 3;
 constexpr absl::Duration kReportDeadline = absl::Seconds(5);
+// A delivery is one message the coordinator takes at once; the bound only
+// keeps a wedged peer from holding this core forever.
+constexpr absl::Duration kDeliverDeadline = absl::Seconds(60);
 
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
@@ -50,6 +54,7 @@ GrpcPeerLink::GrpcPeerLink(std::vector<std::string> addresses, int host_id)
   for (size_t h = 0; h < addresses_.size(); ++h) {
     if (static_cast<int>(h) == host_id_) {
       stubs_.push_back(nullptr);
+      raw_stubs_.push_back(nullptr);
       continue;
     }
     grpc::ChannelArguments args;
@@ -58,8 +63,10 @@ GrpcPeerLink::GrpcPeerLink(std::vector<std::string> addresses, int host_id)
     // A worker that starts after this one is reached soon after it listens.
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    stubs_.push_back(tpu_emulator::Peer::NewStub(grpc::CreateCustomChannel(
-        addresses_[h], grpc::InsecureChannelCredentials(), args)));
+    std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+        addresses_[h], grpc::InsecureChannelCredentials(), args);
+    stubs_.push_back(tpu_emulator::Peer::NewStub(channel));
+    raw_stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
   }
 }
 
@@ -91,14 +98,17 @@ absl::StatusOr<Literal> GrpcPeerLink::Contribute(
     return absl::InternalError(absl::StrCat("no peer worker host ", host));
   }
   grpc::ClientContext context;
-  tpu_emulator::ContributionResult result;
+  grpc::Slice serialized(arrival.SerializeAsString());
+  grpc::ByteBuffer request(&serialized, 1);
+  grpc::ByteBuffer response;
   grpc::Status status;
   absl::Notification done;
-  stubs_[host]->async()->Contribute(&context, &arrival, &result,
-                                    [&](grpc::Status s) {
-                                      status = std::move(s);
-                                      done.Notify();
-                                    });
+  raw_stubs_[host]->UnaryCall(&context, "/tpu_emulator.Peer/Contribute",
+                              grpc::StubOptions(), &request, &response,
+                              [&](grpc::Status s) {
+                                status = std::move(s);
+                                done.Notify();
+                              });
   bool cancelling = false;
   while (!done.WaitForNotificationWithTimeout(kCancelPoll)) {
     if (!cancelling && cancelled != nullptr && cancelled->load()) {
@@ -107,7 +117,46 @@ absl::StatusOr<Literal> GrpcPeerLink::Contribute(
     }
   }
   if (!status.ok()) return PeerError(host, status);
-  return Literal::FromProto(result.value());
+  tpu_emulator::ContributionResult result;
+  std::shared_ptr<AlignedBuffer> data;
+  if (!DecodeWithData(response, kContributionResultData, &result, &data)) {
+    return absl::InternalError(absl::StrCat(
+        "peer worker host ", host, " answered with a malformed result"));
+  }
+  return TakeLiteral(result.value(), std::move(data));
+}
+
+absl::Status GrpcPeerLink::Deliver(int host, const std::string& meeting,
+                                   const absl::StatusOr<Literal>& result) {
+  if (host < 0 || host >= static_cast<int>(stubs_.size()) ||
+      stubs_[host] == nullptr) {
+    return absl::InternalError(absl::StrCat("no peer worker host ", host));
+  }
+  tpu_emulator::Delivery delivery;
+  delivery.set_meeting(meeting);
+  delivery.set_host_id(host_id_);
+  std::shared_ptr<AlignedBuffer> data;
+  if (!result.ok()) {
+    delivery.set_code(static_cast<int>(result.status().code()));
+    delivery.set_message(std::string(result.status().message()));
+  } else if (PutLiteral(*result, delivery.mutable_value())) {
+    data = result->buffer();
+  }
+  grpc::ByteBuffer request = EncodeWithData(delivery, kDeliveryData, data);
+  grpc::ByteBuffer response;
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(kDeliverDeadline));
+  grpc::Status status;
+  absl::Notification done;
+  raw_stubs_[host]->UnaryCall(&context, "/tpu_emulator.Peer/Deliver",
+                              grpc::StubOptions(), &request, &response,
+                              [&](grpc::Status s) {
+                                status = std::move(s);
+                                done.Notify();
+                              });
+  done.WaitForNotification();
+  if (!status.ok()) return PeerError(host, status);
+  return absl::OkStatus();
 }
 
 absl::Status GrpcPeerLink::Ping(int host) {

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "emulator/collectives/peer_link.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "proto/peer.grpc.pb.h"
 
 namespace tpu::emulator {
@@ -32,6 +33,8 @@ class GrpcPeerLink : public PeerLink {
   absl::StatusOr<Literal> Contribute(
       int host, const tpu_emulator::Contribution& arrival,
       const std::atomic<bool>* cancelled) override;
+  absl::Status Deliver(int host, const std::string& meeting,
+                       const absl::StatusOr<Literal>& result) override;
   absl::Status Ping(int host) override;
   absl::StatusOr<tpu_emulator::PeerWaitReport> LocalWaitReport(
       int host, int history) override;
@@ -47,6 +50,9 @@ class GrpcPeerLink : public PeerLink {
   const int host_id_;
   // Indexed by host id; null for this worker.
   std::vector<std::unique_ptr<tpu_emulator::Peer::Stub>> stubs_;
+  // The same channels, for the calls whose large arrays travel as raw
+  // bytes (emulator/service/peer_payload.h).
+  std::vector<std::unique_ptr<grpc::GenericStub>> raw_stubs_;
 };
 
 }  // namespace tpu::emulator

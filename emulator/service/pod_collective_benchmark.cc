@@ -60,6 +60,10 @@ class ForwardingPeerLink : public PeerLink {
       const std::atomic<bool>* cancelled) override {
     return Target()->Contribute(host, arrival, cancelled);
   }
+  absl::Status Deliver(int host, const std::string& meeting,
+                       const absl::StatusOr<Literal>& result) override {
+    return Target()->Deliver(host, meeting, result);
+  }
   absl::Status Ping(int host) override { return Target()->Ping(host); }
   absl::StatusOr<tpu_emulator::PeerWaitReport> LocalWaitReport(
       int host, int history) override {

@@ -74,7 +74,7 @@ class StreamReactor
     // Reused: its entries' memory serves the next message's (the worker
     // copies what it keeps during Submit).
     tpu_driver::StreamRequest& request = request_;
-    TransferData transfer_data;
+    TransferData& transfer_data = transfer_data_;
     absl::Status decoded = absl::OkStatus();
     try {
       if (!DecodeStreamRequest(read_buffer_, &request, &transfer_data)) {
@@ -95,6 +95,9 @@ class StreamReactor
       if (recorder_ != nullptr) recorder_->OnRequest(request, transfer_data);
       stream_->Submit(request, transfer_data);
     }
+    // The payloads now belong to the operations; the vector's memory serves
+    // the next message.
+    transfer_data.clear();
     if (message_bytes > kMaxReusedRequestBytes) {
       // Clear() would keep the capacity of its strings (a program, a payload
       // the budget refused) for the life of the stream.
@@ -231,8 +234,10 @@ class StreamReactor
   std::unique_ptr<SessionRecorder> recorder_;
   std::unique_ptr<WorkerStream> stream_;
   grpc::ByteBuffer read_buffer_;
-  // The request being decoded; only OnReadDone uses it (one read at a time).
+  // The request being decoded and its payloads; only OnReadDone uses them
+  // (one read at a time).
   tpu_driver::StreamRequest request_;
+  TransferData transfer_data_;
 
   absl::Mutex mu_;
   std::deque<std::unique_ptr<grpc::ByteBuffer>> queue_ ABSL_GUARDED_BY(mu_);

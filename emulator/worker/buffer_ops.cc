@@ -20,6 +20,10 @@ namespace {
 constexpr int64_t kMaxTransferFromBytes =
     (int64_t{1} << 31) - (int64_t{1} << 20);
 
+// Roles of the transfers' buffers, after the operation's name, in messages.
+constexpr char kTransferToRole[] = " transfer_to target";
+constexpr char kTransferFromRole[] = " transfer_from source";
+
 absl::Status ArrayOnly(const DeviceBuffer& buffer, const std::string& role) {
   if (buffer.is_tuple()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -46,7 +50,7 @@ uint64_t TransferSlice(const OpContext& ctx, const char* kind,
 
 absl::StatusOr<BuiltOp> BuildAlloc(const OpContext& ctx,
                                    const tpu_driver::AllocateRequest& request) {
-  const std::string role = absl::StrCat(ctx.Name(), " alloc");
+  auto role = [&ctx] { return ctx.Role(" alloc"); };
   absl::StatusOr<int> core = LocalCore(ctx, request.core_id(), role);
   if (!core.ok()) return core.status();
   int64_t size = 0;
@@ -56,18 +60,18 @@ absl::StatusOr<BuiltOp> BuildAlloc(const OpContext& ctx,
       size = request.num_bytes();
       if (size < 0) {
         return absl::InvalidArgumentError(
-            absl::StrCat(role, ": num_bytes is negative (", size, ")."));
+            absl::StrCat(role(), ": num_bytes is negative (", size, ")."));
       }
       break;
     case tpu_driver::AllocateRequest::kShape: {
       absl::StatusOr<Shape> parsed = Shape::FromProto(request.shape());
       if (!parsed.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(role, ": invalid shape: ", parsed.status().message()));
+        return absl::InvalidArgumentError(absl::StrCat(
+            role(), ": invalid shape: ", parsed.status().message()));
       }
       if (!parsed->IsArray()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            role, ": cannot allocate ", parsed->ToString(),
+            role(), ": cannot allocate ", parsed->ToString(),
             " by shape; allocate arrays and group them with alloc_tuple."));
       }
       size = parsed->ByteSize();
@@ -76,7 +80,7 @@ absl::StatusOr<BuiltOp> BuildAlloc(const OpContext& ctx,
     }
     case tpu_driver::AllocateRequest::SIZE_NOT_SET:
       return absl::InvalidArgumentError(
-          absl::StrCat(role, " has neither num_bytes nor shape."));
+          absl::StrCat(role(), " has neither num_bytes nor shape."));
   }
   BuiltOp op;
   const int local = *core;
@@ -95,6 +99,7 @@ absl::StatusOr<BuiltOp> BuildAlloc(const OpContext& ctx,
     ctx.Finish(ctx.session->Add(ctx.op, std::move(buffer)));
   };
   op.body = [ctx, core_id, alloc = std::move(alloc)]() {
+    if (!FaultRulesActive(ctx)) return alloc(1);
     StartWithFaults(ctx, faults::OpKind::kAlloc, core_id, "", alloc);
   };
   return op;
@@ -139,18 +144,21 @@ absl::StatusOr<BuiltOp> BuildAllocTuple(
 
 absl::StatusOr<BuiltOp> BuildDealloc(
     const OpContext& ctx, const tpu_driver::DeallocateRequest& request) {
-  const std::string role = absl::StrCat(ctx.Name(), " dealloc");
   BuiltOp op;
-  absl::StatusOr<uint64_t> handle = UseHandle(ctx, request.handle(), role, &op);
+  absl::StatusOr<uint64_t> handle = UseHandle(
+      ctx, request.handle(), [&ctx] { return ctx.Role(" dealloc"); }, &op);
   if (!handle.ok()) return handle.status();
-  op.body = [ctx, role, handle = *handle]() {
+  op.body = [ctx, handle = *handle]() {
+    auto dealloc = [ctx, handle](double) {
+      auto buffer = ctx.session->TakeBuffer(
+          handle, [&ctx] { return ctx.Role(" dealloc"); });
+      if (!buffer.ok()) return ctx.Finish(buffer.status());
+      (*buffer)->Release();
+      ctx.Finish(absl::OkStatus());
+    };
+    if (!FaultRulesActive(ctx)) return dealloc(1);
     StartWithFaults(ctx, faults::OpKind::kDealloc, BufferCore(ctx, handle), "",
-                    [ctx, role, handle](double) {
-                      auto buffer = ctx.session->TakeBuffer(handle, role);
-                      if (!buffer.ok()) return ctx.Finish(buffer.status());
-                      (*buffer)->Release();
-                      ctx.Finish(absl::OkStatus());
-                    });
+                    dealloc);
   };
   return op;
 }
@@ -158,7 +166,7 @@ absl::StatusOr<BuiltOp> BuildDealloc(
 absl::StatusOr<BuiltOp> BuildTransferTo(
     const OpContext& ctx, const tpu_driver::TransferToDeviceRequest& request,
     std::shared_ptr<AlignedBuffer> payload) {
-  const std::string role = absl::StrCat(ctx.Name(), " transfer_to target");
+  auto role = [&ctx] { return ctx.Role(kTransferToRole); };
   BuiltOp op;
   absl::StatusOr<uint64_t> handle =
       UseHandle(ctx, request.target_handle(), role, &op);
@@ -171,7 +179,7 @@ absl::StatusOr<BuiltOp> BuildTransferTo(
         AlignedBuffer::TryAllocate(size);
     if (!copy.ok()) {
       return absl::Status(copy.status().code(),
-                          absl::StrCat(role, ": ", copy.status().message()));
+                          absl::StrCat(role(), ": ", copy.status().message()));
     }
     bytes = *std::move(copy);
     if (size > 0) std::memcpy(bytes->data(), request.data().data(), size);
@@ -181,22 +189,22 @@ absl::StatusOr<BuiltOp> BuildTransferTo(
   // budget at once, however long the finished operation object lives.
   auto held =
       std::make_shared<std::shared_ptr<AlignedBuffer>>(std::move(bytes));
-  auto transfer = [ctx, role, handle = *handle, held](double) {
+  auto transfer = [ctx, handle = *handle, held](double) {
+    auto role = [&ctx] { return ctx.Role(kTransferToRole); };
     std::shared_ptr<AlignedBuffer> bytes = std::exchange(*held, nullptr);
     if (bytes == nullptr) {
-      return ctx.Finish(
-          absl::InternalError(absl::StrCat(role, ": the transfer ran twice")));
+      return ctx.Finish(absl::InternalError(
+          absl::StrCat(role(), ": the transfer ran twice")));
     }
     trace::ScopedSlice slice(
         ctx.worker->recorder,
         TransferSlice(ctx, "transfer_to", "host to device", bytes->size()));
     auto buffer = ctx.session->GetBuffer(handle, role);
     if (!buffer.ok()) return ctx.Finish(buffer.status());
-    absl::Status status = ArrayOnly(**buffer, role);
-    if (!status.ok()) return ctx.Finish(status);
+    if ((*buffer)->is_tuple()) return ctx.Finish(ArrayOnly(**buffer, role()));
     if (bytes->size() != (*buffer)->size()) {
       return ctx.Finish(absl::InvalidArgumentError(absl::StrCat(
-          role, " is ", (*buffer)->Describe(), " but the request carries ",
+          role(), " is ", (*buffer)->Describe(), " but the request carries ",
           bytes->size(), " bytes; a transfer must carry exactly ",
           (*buffer)->size(), " bytes.")));
     }
@@ -204,6 +212,7 @@ absl::StatusOr<BuiltOp> BuildTransferTo(
     ctx.Finish(absl::OkStatus());
   };
   op.body = [ctx, handle = *handle, transfer = std::move(transfer)]() {
+    if (!FaultRulesActive(ctx)) return transfer(1);
     StartWithFaults(ctx, faults::OpKind::kTransferTo, BufferCore(ctx, handle),
                     "", transfer);
   };
@@ -213,23 +222,23 @@ absl::StatusOr<BuiltOp> BuildTransferTo(
 absl::StatusOr<BuiltOp> BuildTransferFrom(
     const OpContext& ctx,
     const tpu_driver::TransferFromDeviceRequest& request) {
-  const std::string role = absl::StrCat(ctx.Name(), " transfer_from source");
   BuiltOp op;
-  absl::StatusOr<uint64_t> handle =
-      UseHandle(ctx, request.source_handle(), role, &op);
+  absl::StatusOr<uint64_t> handle = UseHandle(
+      ctx, request.source_handle(),
+      [&ctx] { return ctx.Role(kTransferFromRole); }, &op);
   if (!handle.ok()) return handle.status();
-  auto transfer = [ctx, role, handle = *handle](double) {
+  auto transfer = [ctx, handle = *handle](double) {
+    auto role = [&ctx] { return ctx.Role(kTransferFromRole); };
     auto buffer = ctx.session->GetBuffer(handle, role);
     if (!buffer.ok()) return ctx.Finish(buffer.status());
     trace::ScopedSlice slice(
         ctx.worker->recorder,
         TransferSlice(ctx, "transfer_from", "device to host",
                       (*buffer)->size()));
-    absl::Status status = ArrayOnly(**buffer, role);
-    if (!status.ok()) return ctx.Finish(status);
+    if ((*buffer)->is_tuple()) return ctx.Finish(ArrayOnly(**buffer, role()));
     if ((*buffer)->size() > kMaxTransferFromBytes) {
       return ctx.Finish(absl::OutOfRangeError(
-          absl::StrCat(role, " is ", (*buffer)->Describe(),
+          absl::StrCat(role(), " is ", (*buffer)->Describe(),
                        ", more than one protocol message can carry (",
                        kMaxTransferFromBytes, " bytes).")));
     }
@@ -251,12 +260,13 @@ absl::StatusOr<BuiltOp> BuildTransferFrom(
     if (!zeros.ok()) {
       return ctx.Finish(
           absl::Status(zeros.status().code(),
-                       absl::StrCat(role, ": ", zeros.status().message())));
+                       absl::StrCat(role(), ": ", zeros.status().message())));
     }
     auto entry = MakeResponseEntry(ctx.wire_id, absl::OkStatus());
     ctx.Finish(std::move(entry), *std::move(zeros), absl::OkStatus());
   };
   op.body = [ctx, handle = *handle, transfer = std::move(transfer)]() {
+    if (!FaultRulesActive(ctx)) return transfer(1);
     StartWithFaults(ctx, faults::OpKind::kTransferFrom, BufferCore(ctx, handle),
                     "", transfer);
   };
@@ -301,6 +311,7 @@ absl::StatusOr<BuiltOp> BuildTransferFromTo(
   };
   // A copy counts on its source's core.
   op.body = [ctx, src = *src, copy = std::move(copy)]() {
+    if (!FaultRulesActive(ctx)) return copy(1);
     StartWithFaults(ctx, faults::OpKind::kCopy, BufferCore(ctx, src), "", copy);
   };
   return op;

@@ -65,7 +65,8 @@ void LimitHbm(const OpContext& ctx, const Match& match, int core_id) {
 }  // namespace
 
 int BufferCore(const OpContext& ctx, uint64_t handle) {
-  auto buffer = ctx.session->GetBuffer(handle, "fault rule core");
+  auto buffer =
+      ctx.session->GetBuffer(handle, [] { return "fault rule core"; });
   return buffer.ok() ? (*buffer)->core_id() : -1;
 }
 

@@ -37,6 +37,12 @@ namespace tpu::emulator {
 // Runs the operation on: `slow_factor` is 1 unless a slow rule matched.
 using Proceed = std::function<void(double slow_factor)>;
 
+// Whether a fault rule could match: without rules an operation starts at
+// once, without resolving the core and program that rules select on.
+inline bool FaultRulesActive(const OpContext& ctx) {
+  return ctx.worker->faults != nullptr && !ctx.worker->faults->empty();
+}
+
 // Consults the plan for an operation of `kind` starting on core `core_id`
 // (-1: no core) with `program` (may be empty), applies the matched action,
 // and calls `proceed` (now, or after a delay on a thread of its own) unless

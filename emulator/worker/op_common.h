@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "emulator/worker/response_sink.h"
 #include "emulator/worker/session.h"
 #include "emulator/worker/worker_context.h"
@@ -32,6 +34,11 @@ struct OpContext {
   int64_t admitted_bytes = -1;
 
   std::string Name() const { return EventId::FromInt(wire_id).ToString(); }
+  // Name() followed by `suffix` ("operation 5 (client 3) dealloc"): the
+  // role of a handle in error messages, built only when one is reported.
+  std::string Role(absl::string_view suffix) const {
+    return absl::StrCat(Name(), suffix);
+  }
   // Every operation is answered exactly once, through one of these.
   void Respond(const absl::Status& status) const {
     Retire();
@@ -75,13 +82,26 @@ struct BuiltOp {
 };
 
 // Checks that `wire_handle` belongs to the operation's client and records the
-// wait for its creator. Returns the handle's operation part.
+// wait for its creator. Returns the handle's operation part. `role` is
+// built only for the error.
 absl::StatusOr<uint64_t> UseHandle(const OpContext& ctx, int64_t wire_handle,
-                                   const std::string& role, BuiltOp* op);
+                                   absl::FunctionRef<std::string()> role,
+                                   BuiltOp* op);
+inline absl::StatusOr<uint64_t> UseHandle(const OpContext& ctx,
+                                          int64_t wire_handle,
+                                          const std::string& role,
+                                          BuiltOp* op) {
+  return UseHandle(
+      ctx, wire_handle, [&role] { return role; }, op);
+}
 
 // The local index of `core_id`, or INVALID_ARGUMENT naming the cores served.
 absl::StatusOr<int> LocalCore(const OpContext& ctx, int64_t core_id,
-                              const std::string& role);
+                              absl::FunctionRef<std::string()> role);
+inline absl::StatusOr<int> LocalCore(const OpContext& ctx, int64_t core_id,
+                                     const std::string& role) {
+  return LocalCore(ctx, core_id, [&role] { return role; });
+}
 
 absl::StatusOr<BuiltOp> BuildAlloc(const OpContext& ctx,
                                    const tpu_driver::AllocateRequest& request);

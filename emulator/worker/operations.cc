@@ -11,12 +11,13 @@
 namespace tpu::emulator {
 
 absl::StatusOr<uint64_t> UseHandle(const OpContext& ctx, int64_t wire_handle,
-                                   const std::string& role, BuiltOp* op) {
+                                   absl::FunctionRef<std::string()> role,
+                                   BuiltOp* op) {
   const EventId handle = EventId::FromInt(wire_handle);
   if (handle.client_id != ctx.session->client_id()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        role, ": handle ", wire_handle, " belongs to client ", handle.client_id,
-        ", not to client ", ctx.session->client_id(),
+        role(), ": handle ", wire_handle, " belongs to client ",
+        handle.client_id, ", not to client ", ctx.session->client_id(),
         " (handles are scoped to the client that created them)."));
   }
   op->deps.push_back(handle.operation_id);
@@ -24,11 +25,11 @@ absl::StatusOr<uint64_t> UseHandle(const OpContext& ctx, int64_t wire_handle,
 }
 
 absl::StatusOr<int> LocalCore(const OpContext& ctx, int64_t core_id,
-                              const std::string& role) {
+                              absl::FunctionRef<std::string()> role) {
   const int local = ctx.worker->topology.LocalIndex(core_id);
   if (local < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat(role, ": core_id ", core_id,
+        absl::StrCat(role(), ": core_id ", core_id,
                      " is not served by this worker, which has ",
                      ctx.worker->topology.DescribeLocalCores(), "."));
   }
@@ -86,7 +87,7 @@ void SubmitEntry(const WorkerContext& worker,
       : entry.has_transfer_to()
           ? static_cast<int64_t>(entry.transfer_to().data().size())
           : 0;
-  absl::Status admitted = session->Admit(payload_bytes, id.ToString());
+  absl::Status admitted = session->Admit(payload_bytes, id.operation_id);
   auto ctx = std::make_shared<const OpContext>(
       OpContext{&worker, session, sink, entry.operation_id(), id.operation_id,
                 admitted.ok() ? payload_bytes : -1});
@@ -108,7 +109,7 @@ void SubmitEntry(const WorkerContext& worker,
       // reported that failure itself.
       if (wire == 0) continue;
       absl::StatusOr<uint64_t> dep = UseHandle(
-          *ctx, wire, absl::StrCat(ctx->Name(), " wait_for_id"), &*built);
+          *ctx, wire, [&ctx] { return ctx->Role(" wait_for_id"); }, &*built);
       if (!dep.ok()) {
         wait_error = dep.status();
         break;

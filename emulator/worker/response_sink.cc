@@ -16,15 +16,19 @@ std::unique_ptr<tpu_driver::StreamResponse::Entry> MakeResponseEntry(
   auto entry = std::make_unique<tpu_driver::StreamResponse::Entry>();
   entry->set_operation_id(operation_id);
   entry->mutable_status()->set_code(static_cast<int32_t>(status.code()));
-  entry->mutable_status()->set_message(std::string(status.message()));
+  // An empty message is left unset (it reads back the same): setting it costs
+  // an allocation per operation, a good part of a small operation's cost.
+  if (!status.message().empty()) {
+    entry->mutable_status()->set_message(std::string(status.message()));
+  }
   return entry;
 }
 
 ResponseSink::ResponseSink(Deliver deliver) : deliver_(std::move(deliver)) {}
 
-void ResponseSink::Expect() {
+void ResponseSink::Expect(int64_t count) {
   absl::MutexLock lock(&mu_);
-  ++outstanding_;
+  outstanding_ += count;
 }
 
 void ResponseSink::RespondStatus(int64_t operation_id,

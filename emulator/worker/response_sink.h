@@ -35,8 +35,8 @@ class ResponseSink {
   ResponseSink(const ResponseSink&) = delete;
   ResponseSink& operator=(const ResponseSink&) = delete;
 
-  // One more operation will respond.
-  void Expect();
+  // `count` more operations will respond.
+  void Expect(int64_t count = 1);
   // Delivers `entry` (echoing its operation id) with the transfer_from data
   // `payload` beside it, if not null. Dropped after Detach().
   void Respond(std::unique_ptr<tpu_driver::StreamResponse::Entry> entry,

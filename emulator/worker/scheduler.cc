@@ -1,20 +1,11 @@
 #include "emulator/worker/scheduler.h"
 
-#include <deque>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "proto/event_id.h"
 
 namespace tpu::emulator {
-namespace {
-
-// Start callbacks waiting to run on this thread; non-null while a thread is
-// inside Dispatch, so nested dispatches queue instead of recursing.
-thread_local std::deque<std::pair<Scheduler::Start, absl::Status>>*
-    tls_pending_starts = nullptr;
-
-}  // namespace
 
 std::shared_ptr<Scheduler> Scheduler::Create(uint32_t client_id,
                                              std::shared_ptr<TimerQueue> timers,
@@ -41,28 +32,27 @@ absl::Status Scheduler::DependencyFailed(uint64_t dep,
       absl::StrCat(Name(dep), " failed: ", failure.root.message()));
 }
 
-void Scheduler::Dispatch(std::vector<Call> calls) {
+void Scheduler::Dispatch(Calls calls) {
   if (calls.empty()) return;
-  if (tls_pending_starts != nullptr) {
-    for (Call& c : calls) {
-      tls_pending_starts->emplace_back(std::move(c.start), std::move(c.status));
-    }
+  // Start callbacks waiting to run on this thread; non-null while a thread
+  // is inside Dispatch (of any scheduler), so nested dispatches queue
+  // instead of recursing.
+  static thread_local Calls* pending = nullptr;
+  if (pending != nullptr) {
+    for (Call& c : calls) pending->push_back(std::move(c));
     return;
   }
-  std::deque<std::pair<Start, absl::Status>> queue;
-  for (Call& c : calls)
-    queue.emplace_back(std::move(c.start), std::move(c.status));
-  tls_pending_starts = &queue;
-  while (!queue.empty()) {
-    auto [start, status] = std::move(queue.front());
-    queue.pop_front();
-    start(std::move(status));
+  pending = &calls;
+  for (size_t next = 0; next < calls.size(); ++next) {
+    // Moved out first: a nested Dispatch may grow the queue meanwhile.
+    Call call = std::move(calls[next]);
+    call.start(std::move(call.status));
   }
-  tls_pending_starts = nullptr;
+  pending = nullptr;
 }
 
 void Scheduler::FailCascade(uint64_t op, absl::Status reported,
-                            absl::Status root, std::vector<Call>* calls) {
+                            absl::Status root, Calls* calls) {
   struct Item {
     uint64_t op;
     absl::Status status;  // what the operation reports
@@ -88,7 +78,7 @@ void Scheduler::FailCascade(uint64_t op, absl::Status reported,
 
 void Scheduler::Submit(uint64_t op, absl::Span<const uint64_t> deps,
                        Start start) {
-  std::vector<Call> calls;
+  Calls calls;
   {
     absl::MutexLock lock(&mu_);
     if (cancelled_) {
@@ -190,7 +180,7 @@ void Scheduler::Submit(uint64_t op, absl::Span<const uint64_t> deps,
 }
 
 void Scheduler::Reject(uint64_t op, absl::Status status, Start start) {
-  std::vector<Call> calls;
+  Calls calls;
   {
     absl::MutexLock lock(&mu_);
     if (cancelled_) {
@@ -222,7 +212,7 @@ void Scheduler::Reject(uint64_t op, absl::Status status, Start start) {
 }
 
 void Scheduler::Complete(uint64_t op, absl::Status status) {
-  std::vector<Call> calls;
+  Calls calls;
   {
     absl::MutexLock lock(&mu_);
     if (cancelled_) return;
@@ -256,7 +246,7 @@ void Scheduler::Complete(uint64_t op, absl::Status status) {
 }
 
 void Scheduler::ExpireUnarrived(uint64_t op) {
-  std::vector<Call> calls;
+  Calls calls;
   {
     absl::MutexLock lock(&mu_);
     if (cancelled_) return;
@@ -283,7 +273,7 @@ void Scheduler::ExpireUnarrived(uint64_t op) {
 }
 
 void Scheduler::Cancel(absl::Status status) {
-  std::vector<Call> calls;
+  Calls calls;
   {
     absl::MutexLock lock(&mu_);
     if (cancelled_) return;

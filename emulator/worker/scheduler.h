@@ -100,6 +100,8 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
     Start start;
     absl::Status status;
   };
+  // Most operations start or fail one at a time: no allocation for those.
+  using Calls = absl::InlinedVector<Call, 2>;
 
   std::string Name(uint64_t op) const;
   // The status a dependent of the failed `dep` reports.
@@ -107,9 +109,9 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
   // Fails waiting `op` (it reports `reported`; its failure's root cause is
   // `root`) and, iteratively, everything waiting on it.
   void FailCascade(uint64_t op, absl::Status reported, absl::Status root,
-                   std::vector<Call>* calls) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                   Calls* calls) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireUnarrived(uint64_t op);
-  static void Dispatch(std::vector<Call> calls);
+  static void Dispatch(Calls calls);
 
   // Constant after construction.
   const uint32_t client_id_;

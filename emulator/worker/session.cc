@@ -67,70 +67,99 @@ absl::Status Session::Add(uint64_t handle, Resource resource) {
       EventId{client_id_, handle}.ToString(), " ran; its result was dropped."));
 }
 
-absl::StatusOr<Resource> Session::Find(uint64_t handle) const {
+const Resource* Session::Find(uint64_t handle, absl::Status* error) const {
   auto it = resources_.find(handle);
   if (it == resources_.end()) {
-    return absl::NotFoundError(absl::StrCat(
+    *error = absl::NotFoundError(absl::StrCat(
         HandleName(handle),
         " does not exist: it was deallocated or unloaded, or operation ",
         handle, " created nothing."));
+    return nullptr;
   }
-  return it->second;
+  return &it->second;
 }
 
 namespace {
 
+// The resource `r` as a T, or an error; `error` is Find's when `r` is null.
+// Names are built only for an error message.
 template <typename T>
-absl::StatusOr<std::shared_ptr<T>> As(absl::StatusOr<Resource> r,
-                                      const std::string& handle_name,
-                                      const std::string& what,
-                                      const char* wanted) {
-  if (!r.ok()) {
-    return absl::Status(r.status().code(),
-                        absl::StrCat(what, ": ", r.status().message()));
+absl::StatusOr<std::shared_ptr<T>> As(
+    const Resource* r, const absl::Status& error,
+    absl::FunctionRef<std::string()> handle_name,
+    absl::FunctionRef<std::string()> what, const char* wanted) {
+  if (r == nullptr) {
+    return absl::Status(error.code(),
+                        absl::StrCat(what(), ": ", error.message()));
   }
-  if (auto* p = std::get_if<std::shared_ptr<T>>(&*r)) return *p;
-  return absl::InvalidArgumentError(absl::StrCat(
-      what, ": ", handle_name, " is ", KindName(*r), ", not ", wanted, "."));
+  if (auto* p = std::get_if<std::shared_ptr<T>>(r)) return *p;
+  return absl::InvalidArgumentError(absl::StrCat(what(), ": ", handle_name(),
+                                                 " is ", KindName(*r), ", not ",
+                                                 wanted, "."));
 }
 
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<DeviceBuffer>> Session::GetBuffer(
     uint64_t handle, const std::string& what) const {
+  return GetBuffer(handle, [&what] { return what; });
+}
+
+absl::StatusOr<std::shared_ptr<DeviceBuffer>> Session::GetBuffer(
+    uint64_t handle, absl::FunctionRef<std::string()> what) const {
   absl::ReaderMutexLock lock(&mu_);
-  return As<DeviceBuffer>(Find(handle), HandleName(handle), what, "a buffer");
+  absl::Status error;
+  const Resource* r = Find(handle, &error);
+  return As<DeviceBuffer>(
+      r, error, [&] { return HandleName(handle); }, what, "a buffer");
 }
 
 absl::StatusOr<std::shared_ptr<CompiledProgram>> Session::GetCompiled(
     uint64_t handle, const std::string& what) const {
   absl::ReaderMutexLock lock(&mu_);
-  return As<CompiledProgram>(Find(handle), HandleName(handle), what,
-                             "a compiled program");
+  absl::Status error;
+  const Resource* r = Find(handle, &error);
+  return As<CompiledProgram>(
+      r, error, [&] { return HandleName(handle); }, [&] { return what; },
+      "a compiled program");
 }
 
 absl::StatusOr<std::shared_ptr<LoadedProgram>> Session::GetLoaded(
     uint64_t handle, const std::string& what) const {
   absl::ReaderMutexLock lock(&mu_);
-  return As<LoadedProgram>(Find(handle), HandleName(handle), what,
-                           "a loaded program");
+  absl::Status error;
+  const Resource* r = Find(handle, &error);
+  return As<LoadedProgram>(
+      r, error, [&] { return HandleName(handle); }, [&] { return what; },
+      "a loaded program");
 }
 
 absl::StatusOr<std::shared_ptr<DeviceBuffer>> Session::TakeBuffer(
     uint64_t handle, const std::string& what) {
+  return TakeBuffer(handle, [&what] { return what; });
+}
+
+absl::StatusOr<std::shared_ptr<DeviceBuffer>> Session::TakeBuffer(
+    uint64_t handle, absl::FunctionRef<std::string()> what) {
   absl::MutexLock lock(&mu_);
-  auto r = As<DeviceBuffer>(Find(handle), HandleName(handle), what, "a buffer");
-  if (r.ok()) resources_.erase(handle);
-  return r;
+  absl::Status error;
+  const Resource* r = Find(handle, &error);
+  auto buffer = As<DeviceBuffer>(
+      r, error, [&] { return HandleName(handle); }, what, "a buffer");
+  if (buffer.ok()) resources_.erase(handle);
+  return buffer;
 }
 
 absl::StatusOr<std::shared_ptr<LoadedProgram>> Session::TakeLoaded(
     uint64_t handle, const std::string& what) {
   absl::MutexLock lock(&mu_);
-  auto r = As<LoadedProgram>(Find(handle), HandleName(handle), what,
-                             "a loaded program");
-  if (r.ok()) resources_.erase(handle);
-  return r;
+  absl::Status error;
+  const Resource* r = Find(handle, &error);
+  auto loaded = As<LoadedProgram>(
+      r, error, [&] { return HandleName(handle); }, [&] { return what; },
+      "a loaded program");
+  if (loaded.ok()) resources_.erase(handle);
+  return loaded;
 }
 
 void Session::Close(const absl::Status& reason) {
@@ -192,12 +221,13 @@ SessionUsage Session::Usage() const {
   return usage;
 }
 
-absl::Status Session::Admit(int64_t bytes, const std::string& what) {
+absl::Status Session::Admit(int64_t bytes, uint64_t op) {
   absl::MutexLock lock(&mu_);
+  auto what = [&] { return EventId{client_id_, op}.ToString(); };
   if (limits_.max_pending_operations > 0 &&
       pending_operations_ >= limits_.max_pending_operations) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        what, ": client ", client_id_, " already has ", pending_operations_,
+        what(), ": client ", client_id_, " already has ", pending_operations_,
         " operations pending, the most one client may have "
         "(--max_pending_operations_per_client); wait for some to complete "
         "before sending more."));
@@ -205,7 +235,7 @@ absl::Status Session::Admit(int64_t bytes, const std::string& what) {
   if (limits_.max_bytes_in_flight > 0 && bytes > 0 &&
       bytes > limits_.max_bytes_in_flight - bytes_in_flight_) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        what, ": client ", client_id_, " already has ", bytes_in_flight_,
+        what(), ": client ", client_id_, " already has ", bytes_in_flight_,
         " transfer bytes in flight and this operation carries ", bytes,
         ", more than the ", limits_.max_bytes_in_flight,
         " one client may have (--max_bytes_in_flight_per_client); wait for "

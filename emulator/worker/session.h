@@ -17,6 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -92,6 +93,11 @@ class Session {
   // the role in messages, e.g. "transfer_to target".
   absl::StatusOr<std::shared_ptr<DeviceBuffer>> GetBuffer(
       uint64_t handle, const std::string& what) const;
+  // The same, with the role built only for an error message: most lookups
+  // succeed, and per-operation strings are a large part of a small
+  // operation's cost.
+  absl::StatusOr<std::shared_ptr<DeviceBuffer>> GetBuffer(
+      uint64_t handle, absl::FunctionRef<std::string()> what) const;
   absl::StatusOr<std::shared_ptr<CompiledProgram>> GetCompiled(
       uint64_t handle, const std::string& what) const;
   absl::StatusOr<std::shared_ptr<LoadedProgram>> GetLoaded(
@@ -101,6 +107,8 @@ class Session {
   // the same errors as the getters.
   absl::StatusOr<std::shared_ptr<DeviceBuffer>> TakeBuffer(
       uint64_t handle, const std::string& what);
+  absl::StatusOr<std::shared_ptr<DeviceBuffer>> TakeBuffer(
+      uint64_t handle, absl::FunctionRef<std::string()> what);
   absl::StatusOr<std::shared_ptr<LoadedProgram>> TakeLoaded(
       uint64_t handle, const std::string& what);
 
@@ -117,12 +125,12 @@ class Session {
   // True if idle since before `cutoff`.
   bool IdleSince(absl::Time cutoff) const;
 
-  // Admission of one operation carrying `bytes` of transfer payload:
-  // RESOURCE_EXHAUSTED (naming `what`) when the client already has
-  // limits.max_pending_operations operations or limits.max_bytes_in_flight
-  // payload bytes unanswered. Every admitted operation is retired once, when
-  // it is answered.
-  absl::Status Admit(int64_t bytes, const std::string& what);
+  // Admission of operation `op` (its operation part) carrying `bytes` of
+  // transfer payload: RESOURCE_EXHAUSTED (naming the operation) when the
+  // client already has limits.max_pending_operations operations or
+  // limits.max_bytes_in_flight payload bytes unanswered. Every admitted
+  // operation is retired once, when it is answered.
+  absl::Status Admit(int64_t bytes, uint64_t op);
   void Retire(int64_t bytes);
 
   // Number of live resources, for tests.
@@ -132,7 +140,8 @@ class Session {
 
  private:
   std::string HandleName(uint64_t handle) const;
-  absl::StatusOr<Resource> Find(uint64_t handle) const
+  // The resource of `handle`, or null after setting *error.
+  const Resource* Find(uint64_t handle, absl::Status* error) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // Constant after construction.

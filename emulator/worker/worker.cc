@@ -481,9 +481,13 @@ void StreamImpl::Submit(const tpu_driver::StreamRequest& request,
   // Whatever completes while this request is taken apart goes out as one
   // response.
   sink_->Hold();
+  // Every entry responds, whatever happens below.
+  sink_->Expect(request.entry_size());
+  // The session that was last touched: a request's entries are usually all
+  // one client's, which is marked active once per request.
+  const Session* touched = nullptr;
   for (int index = 0; index < request.entry_size(); ++index) {
     const tpu_driver::StreamRequest::Entry& entry = request.entry(index);
-    sink_->Expect();
     if (!entry.has_operation_id()) {
       sink_->RespondStatus(
           0, absl::InvalidArgumentError(
@@ -536,7 +540,10 @@ void StreamImpl::Submit(const tpu_driver::StreamRequest& request,
         session->AttachStream();
       }
     }
-    session->Touch();
+    if (session.get() != touched) {
+      session->Touch();
+      touched = session.get();
+    }
     SubmitEntry(worker_->context(), session, entry,
                 PayloadOf(transfer_data, index), sink_);
   }

@@ -72,5 +72,19 @@ TEST(NestingTest, HugeElidedLiteralIsRefused) {
                         "at most 268435456 are made up"));
 }
 
+TEST(NestingTest, ElidedLiteralOfUnboundedOrOverflowingShapeIsRefused) {
+  for (const char* shape : {"s4[?]", "f32[4611686018427387904,4]"}) {
+    absl::StatusOr<xla::HloModuleProto> parsed = ParseHloModule(absl::StrCat(
+        "HloModule m\nENTRY e {\n  ROOT c = ", shape, " constant({...})\n}\n"));
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument)
+        << shape;
+    EXPECT_THAT(parsed.status().message(),
+                HasSubstr("an elided literal ({...}) needs a shape with a "
+                          "known element count; this one has an unbounded "
+                          "('?') dimension or too many elements"))
+        << shape;
+  }
+}
+
 }  // namespace
 }  // namespace tpu::hlo

@@ -260,6 +260,14 @@ absl::Status Parser::ParseLiteral(const xla::ShapeProto& shape,
       HLO_RETURN_IF_ERROR(Expect('}'));
       // Elided values are made up here, so a few characters may ask for
       // any amount of memory: refused beyond what a LiteralProto holds.
+      if (count < 0) {
+        // ElementCount is negative for an unbounded dimension ('?') and on
+        // overflow: no number of elements to make up.
+        return ErrorAt(brace,
+                       "an elided literal ({...}) needs a shape with a known "
+                       "element count; this one has an unbounded ('?') "
+                       "dimension or too many elements");
+      }
       if (count > kMaxElidedElements) {
         return ErrorAt(brace, absl::StrCat("an elided literal ({...}) of ",
                                            count, " elements; at most ",
