@@ -951,8 +951,12 @@ absl::StatusOr<Literal> CollectiveHub::GatherSuffix(
   const interpreter::CollectiveFold* fold = request.fold;
   mu_.Unlock();
 
-  absl::StatusOr<Literal> partial =
-      options_.peers->Contribute(coordinator, message, info.cancelled);
+  // Blocks until the coordinator has folded its part: off the core's OS
+  // thread, which the other cores may need (as in MeetAtPeer).
+  absl::StatusOr<Literal> partial = absl::UnknownError("not contributed");
+  fiber::RunBlocking([&] {
+    partial = options_.peers->Contribute(coordinator, message, info.cancelled);
+  });
   absl::StatusOr<Literal> result =
       partial.ok() ? absl::StatusOr<Literal>(Literal()) : partial.status();
   if (partial.ok()) {
@@ -967,8 +971,10 @@ absl::StatusOr<Literal> CollectiveHub::GatherSuffix(
   // The coordinator's cores wait for the result (or why there is none);
   // one that is gone makes this fail, which nobody here needs to hear.
   if (partial.status().code() != absl::StatusCode::kUnavailable) {
-    (void)options_.peers->Deliver(coordinator, std::string(arrival.key),
-                                  result);
+    fiber::RunBlocking([&] {
+      (void)options_.peers->Deliver(coordinator, std::string(arrival.key),
+                                    result);
+    });
   }
   {
     absl::MutexLock lock(&mu_);

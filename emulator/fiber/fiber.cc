@@ -166,6 +166,19 @@ void Fiber::Yield() {
   self->SwitchOut();
 }
 
+void Fiber::MaybeYield() {
+  Fiber* self = Current();
+  if (self == nullptr) return;
+  if (self->scheduler_->ready_count_.load(std::memory_order_relaxed) == 0) {
+    return;
+  }
+  if (absl::GetCurrentTimeNanos() - self->slice_start_nanos_ <
+      kTimeSliceNanos) {
+    return;
+  }
+  Yield();
+}
+
 void Fiber::SwitchOut() {
   ThreadContext* thread = thread_;
 #ifdef TPU_FIBER_TSAN
@@ -278,6 +291,7 @@ void Scheduler::Loop(int index) {
 #endif
   while (Fiber* fiber = Next(index)) {
     fiber->thread_ = &context;
+    fiber->slice_start_nanos_ = absl::GetCurrentTimeNanos();
     fiber->state_.store(Fiber::kRunning, std::memory_order_relaxed);
     current_fiber = fiber;
 #ifdef TPU_FIBER_TSAN

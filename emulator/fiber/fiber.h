@@ -53,6 +53,11 @@ struct ThreadContext;
 // with MAP_NORESERVE: only pages a fiber touches cost memory.
 inline constexpr size_t kDefaultStackBytes = size_t{8} << 20;
 
+// How long a fiber runs before MaybeYield lets a ready one have its thread:
+// a few milliseconds, like a kernel's time slice, so that a yield (a few
+// hundred nanoseconds) costs well under a thousandth of the slice.
+inline constexpr int64_t kTimeSliceNanos = 2'000'000;
+
 class Fiber {
  public:
   // Joins.
@@ -92,6 +97,13 @@ class Fiber {
   // Moves the current fiber to the back of the run queue.
   static void Yield();
 
+  // Yields if the current fiber has run for kTimeSlice since it was last
+  // switched in and another fiber is ready; otherwise returns at once (also
+  // on a plain thread). Long computations call it between steps, so that
+  // two long programs cannot hold both OS threads while other cores' work
+  // waits: cores share the threads as OS threads share CPUs.
+  static void MaybeYield();
+
  private:
   friend class Scheduler;
   enum State : int {
@@ -124,6 +136,8 @@ class Fiber {
   // Set by the timer that claimed the last park; read by the fiber after it
   // resumed (the run queue's lock orders the two).
   bool timed_out_ = false;
+  // When the scheduler last switched it in (absl::GetCurrentTimeNanos).
+  int64_t slice_start_nanos_ = 0;
   std::multimap<absl::Time, std::pair<Fiber*, uint64_t>>::iterator timer_;
 
   absl::Mutex join_mu_;

@@ -52,6 +52,30 @@ TEST(FiberTest, OneThreadRunsReadyFibersInOrderOfStart) {
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
 }
 
+TEST(FiberTest, MaybeYieldLetsAReadyFiberRunAfterATimeSlice) {
+  // One thread: the spinning fiber would hold it for ever if MaybeYield
+  // never gave it up; the other fiber is what ends the spin.
+  Scheduler scheduler("test", 1);
+  std::atomic<bool> stop{false};
+  int64_t checks = 0;
+  auto spinner = scheduler.Start([&] {
+    while (!stop.load()) {
+      Fiber::MaybeYield();
+      ++checks;
+    }
+  });
+  auto stopper = scheduler.Start([&] { stop = true; });
+  stopper->Join();
+  spinner->Join();
+  EXPECT_TRUE(stop.load());
+  EXPECT_GT(checks, 0);
+}
+
+TEST(FiberTest, MaybeYieldIsANoOpOnAPlainThread) {
+  Fiber::MaybeYield();
+  EXPECT_EQ(Fiber::Current(), nullptr);
+}
+
 TEST(FiberTest, YieldInterleavesFibersOnOneThread) {
   Scheduler scheduler("test", 1);
   std::vector<char> trace;  // one thread: no lock needed

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "emulator/fiber/fiber.h"
 #include "emulator/interpreter/execution_order.h"
 #include "emulator/interpreter/fusion.h"
 #include "emulator/interpreter/narrow_types.h"
@@ -255,6 +256,9 @@ absl::StatusOr<Literal> CompiledComputation::RunFrame(
     if (step.kernel != nullptr) {
       absl::Status cancelled = context.CheckCancelled();
       if (!cancelled.ok()) return cancelled;
+      // Between instructions a core that ran for a time slice lets other
+      // cores' fibers have its OS thread (a no-op off fibers).
+      fiber::Fiber::MaybeYield();
       operands.clear();
       int64_t operand_bytes = 0;
       for (size_t o = 0; o < step.operand_slots.size(); ++o) {
