@@ -270,6 +270,46 @@ TEST_F(WorkerExecuteTest, CloseCancelsARunningProgram) {
   EXPECT_EQ(other_stream.Code(O(6)), 0);
 }
 
+// Cores share a few OS threads (fibers, one per CPU at most): endless loops
+// on seven of the eight cores must still leave the eighth its time slices,
+// as OS threads would. On two CPUs, without time slices, the first two loops
+// would hold both threads and the program on core 7 would never run.
+TEST_F(WorkerExecuteTest, LoopsOnSevenCoresLeaveTheEighthServing) {
+  const Shape s32 = Shape::Scalar(xla::S32);
+  std::vector<tpu_driver::StreamRequest::Entry> loops = {
+      Compile(I(1), test_programs::InfiniteLoop())};
+  for (int core = 0; core < 7; ++core) {
+    const uint64_t op = 10 + 10 * core;
+    loops.push_back(Load(I(op), core, I(1)));
+    loops.push_back(AllocShape(I(op + 1), core, s32));
+    loops.push_back(Execute(I(op + 2), I(op), {I(op + 1)}, {I(op + 1)}, core));
+  }
+  stream_->Send(loops);
+  ASSERT_EQ(stream_->Code(I(70)), 0);
+  const uint32_t other = Open();
+  auto O = [other](uint64_t op) { return Id(other, op); };
+  TestStream other_stream(worker_.get());
+  // Larger than the worker runs inline on the submitting thread, so that it
+  // runs on core 7's fiber.
+  constexpr int64_t kElements = 1 << 15;
+  other_stream.Send({Compile(O(1), test_programs::AddF32(kElements)),
+                     Load(O(2), 7, O(1)), AllocShape(O(3), 7, F32(kElements)),
+                     Execute(O(4), O(2), {O(3), O(3)}, {O(3)}, 7)});
+  EXPECT_EQ(other_stream.Code(O(4)), 0);
+  for (int core = 0; core < 7; ++core) {
+    EXPECT_FALSE(
+        stream_->Await(I(12 + 10 * core), absl::ZeroDuration()).has_value())
+        << "core " << core;
+  }
+  tpu_driver::CloseRequest close;
+  close.set_client_id(client_);
+  ASSERT_TRUE(worker_->Close(close).ok());
+  for (int core = 0; core < 7; ++core) {
+    EXPECT_EQ(stream_->Code(I(12 + 10 * core)), C(StatusCode::kCancelled))
+        << "core " << core;
+  }
+}
+
 TEST_F(WorkerExecuteTest, ResetCancelsARunningProgram) {
   const Shape s32 = Shape::Scalar(xla::S32);
   stream_->Send({Compile(I(1), test_programs::InfiniteLoop()),
