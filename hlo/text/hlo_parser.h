@@ -42,7 +42,8 @@
 // gets k(i) = (i * 7 + 3) mod 17 - 8, an integer in [-8, 8]; floating-point
 // and complex types store k(i) / 16 (real part; imaginary part 0), signed
 // integers k(i), unsigned integers k(i) + 8, pred (i mod 2 == 1). Values are
-// then converted to the element type.
+// then converted to the element type (integers narrower than 8 bits keep the
+// low bits, as XLA's convert does: s4 maps 8 to -8, u2 maps 10 to 2).
 //
 // Module attributes that are not part of HloModuleProto (replica_count,
 // num_partitions, alias_passthrough_params, allow_spmd_...) are accepted and

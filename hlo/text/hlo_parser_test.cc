@@ -333,6 +333,20 @@ TEST(HloParserTest, ConstantsOfEveryKind) {
   EXPECT_EQ(Find(m, "elided").literal().shape().element_type(), xla::F32);
 }
 
+TEST(HloParserTest, ElidedNarrowIntegersKeepTheLowBitsOfThePattern) {
+  xla::HloModuleProto m = MustParse(
+      "HloModule m\nENTRY e {\n  u = u2[5]{0} constant({...})\n"
+      "  ROOT s = s4[15]{0} constant({...})\n}\n");
+  // Pattern + 8 = 3, 10, 0, 7, 14: two bits each.
+  EXPECT_EQ(Find(m, "u").literal().u2s(),
+            std::string("\x03\x02\x00\x03\x02", 5));
+  // Element 14's pattern value is 8, which s4 holds as -8.
+  const std::string s4s = Find(m, "s").literal().s4s();
+  ASSERT_EQ(s4s.size(), 15u);
+  EXPECT_EQ(s4s[14], '\xf8');
+  EXPECT_EQ(s4s[9], '\x07');
+}
+
 TEST(HloParserTest, AllOpsAttributes) {
   xla::HloModuleProto m = MustParse(testing::ReadTestData("all_ops.hlo"));
   EXPECT_EQ(m.entry_computation_name(), "main");

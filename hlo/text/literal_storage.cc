@@ -103,6 +103,16 @@ void AppendLittleEndian16(uint16_t v, std::string* out) {
 // hlo_parser.h).
 int64_t ElidedPattern(int64_t i) { return (i * 7 + 3) % 17 - 8; }
 
+// `value`'s low `bits` bits, sign-extended if `is_signed` (bits in 1..64).
+int64_t WrapToWidth(int64_t value, int bits, bool is_signed) {
+  if (bits <= 0 || bits >= 64) return value;
+  const uint64_t low =
+      static_cast<uint64_t>(value) & ((uint64_t{1} << bits) - 1);
+  const uint64_t sign = uint64_t{1} << (bits - 1);
+  if (!is_signed || (low & sign) == 0) return static_cast<int64_t>(low);
+  return static_cast<int64_t>(low) - static_cast<int64_t>(uint64_t{1} << bits);
+}
+
 // The pattern has period 34 (17 for values, 2 for pred).
 constexpr int kElidedPeriod = 34;
 
@@ -121,10 +131,14 @@ xla::LiteralProto ElidedPeriod(xla::PrimitiveType type) {
       period.add_c128s(0);
     } else if (IsFloatType(type)) {
       StoreValue(type, real, static_cast<float>(real), 0, 0, &period);
-    } else if (IsSignedIntType(type)) {
-      StoreValue(type, 0, 0, k, static_cast<uint64_t>(k), &period);
     } else {
-      StoreValue(type, 0, 0, k + 8, static_cast<uint64_t>(k + 8), &period);
+      // Converted to the element type as XLA converts integers: the low
+      // bits, so that the 1, 2 and 4-bit types (s4 is [-8, 7], u2 [0, 3])
+      // get values they can hold.
+      const int64_t value =
+          WrapToWidth(IsSignedIntType(type) ? k : k + 8, IntBitWidth(type),
+                      IsSignedIntType(type));
+      StoreValue(type, 0, 0, value, static_cast<uint64_t>(value), &period);
     }
   }
   return period;
