@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "benchmark/benchmark.h"
 #include "emulator/collectives/collective_hub.h"
@@ -367,6 +368,9 @@ BENCHMARK(BM_BareMeetingOf8Fibers)
 }  // namespace tpu::emulator
 
 int main(int argc, char** argv) {
+  // As tpu_emulator: without absl's debug lock-order graph, which Debian's
+  // absl keeps on and which costs every lock of the hub and the fibers.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   tpu::ConfigureHostMemoryForLargeBuffers();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
