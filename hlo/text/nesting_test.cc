@@ -68,8 +68,23 @@ TEST(NestingTest, HugeElidedLiteralIsRefused) {
       "constant({...})\n}\n");
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(parsed.status().message(),
-              HasSubstr("an elided literal ({...}) of 1099511627776 elements; "
-                        "at most 268435456 are made up"));
+              HasSubstr("an elided literal ({...}) of 1099511627776 elements "
+                        "(f32); at most 1073741824 bytes (1 GiB) of values are "
+                        "made up"));
+}
+
+TEST(NestingTest, ElidedLiteralsAreBoundedInBytes) {
+  // 2^27 f64 values are 1 GiB, one more is refused; f32 may have twice as many.
+  auto parse = [](const char* shape) {
+    return ParseHloModule(absl::StrCat(
+        "HloModule m\nENTRY e {\n  ROOT c = ", shape, " constant({...})\n}\n"));
+  };
+  absl::StatusOr<xla::HloModuleProto> f64 = parse("f64[134217729]");
+  EXPECT_EQ(f64.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(f64.status().message(),
+              HasSubstr("of 134217729 elements (f64); at most 1073741824 "
+                        "bytes (1 GiB)"));
+  EXPECT_TRUE(parse("s8[1024]").ok());
 }
 
 TEST(NestingTest, ElidedLiteralOfUnboundedOrOverflowingShapeIsRefused) {

@@ -21,9 +21,35 @@
 namespace tpu::hlo::text_internal {
 namespace {
 
-// Most values an elided literal may stand for (1 GiB of f32): a LiteralProto
-// field holds fewer than 2^31 and the memory is taken while parsing.
-constexpr int64_t kMaxElidedElements = int64_t{1} << 28;
+// Most memory the values of an elided literal may take (1 GiB): they are
+// made up while parsing, so a few characters must not ask for more, and a
+// LiteralProto field holds fewer than 2^31 bytes.
+constexpr int64_t kMaxElidedBytes = int64_t{1} << 30;
+
+// Bytes per value in the LiteralProto an elided literal fills (the narrow
+// and 8-bit types take one byte each).
+int64_t ElidedBytesPerValue(xla::PrimitiveType type) {
+  switch (type) {
+    case xla::C128:
+      return 16;
+    case xla::C64:
+    case xla::F64:
+    case xla::S64:
+    case xla::U64:
+      return 8;
+    case xla::F32:
+    case xla::S32:
+    case xla::U32:
+      return 4;
+    case xla::F16:
+    case xla::BF16:
+    case xla::S16:
+    case xla::U16:
+      return 2;
+    default:
+      return 1;
+  }
+}
 
 // "nan" or "nan(0x<payload>)" after the sign; false if the payload is bad.
 bool ParseNan(absl::string_view body, bool negative, double* value,
@@ -268,10 +294,13 @@ absl::Status Parser::ParseLiteral(const xla::ShapeProto& shape,
                        "element count; this one has an unbounded ('?') "
                        "dimension or too many elements");
       }
-      if (count > kMaxElidedElements) {
-        return ErrorAt(brace, absl::StrCat("an elided literal ({...}) of ",
-                                           count, " elements; at most ",
-                                           kMaxElidedElements, " are made up"));
+      const int64_t width = ElidedBytesPerValue(type);
+      if (count > kMaxElidedBytes / width) {
+        return ErrorAt(brace,
+                       absl::StrCat("an elided literal ({...}) of ", count,
+                                    " elements (", PrimitiveTypeName(type),
+                                    "); at most ", kMaxElidedBytes,
+                                    " bytes (1 GiB) of values are made up"));
       }
       FillElided(type, count, literal);
       return absl::OkStatus();
