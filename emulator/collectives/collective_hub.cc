@@ -15,6 +15,23 @@
 namespace tpu::emulator {
 namespace {
 
+// What every arrival at the coordinator says about itself: the meeting and
+// the collective this worker's cores are at, for its checks and reports.
+tpu_emulator::Contribution ContributionHeader(absl::string_view key,
+                                              int host_id,
+                                              const CollectiveSite& site) {
+  tpu_emulator::Contribution message;
+  message.set_meeting(std::string(key));
+  message.set_host_id(host_id);
+  message.set_program(site.program);
+  message.set_launch(site.launch);
+  message.set_instruction(site.instruction);
+  message.set_kind(site.kind);
+  message.set_signature(site.signature);
+  for (int d : site.devices) message.add_group(d);
+  return message;
+}
+
 constexpr int64_t kHistoryPerCore = 1000;
 // How often a waiter sleeping without mu_ looks at its client's cancellation
 // flag on its own (WakeWaiters wakes it at once in the worker).
@@ -700,17 +717,10 @@ absl::StatusOr<Literal> CollectiveHub::MeetAtPeer(const LaunchInfo& info,
                                                   int coordinator,
                                                   const Literal& contribution) {
   const CollectiveSite& site = *arrival.site;
-  tpu_emulator::Contribution message;
-  message.set_meeting(std::string(arrival.key));
+  tpu_emulator::Contribution message =
+      ContributionHeader(arrival.key, options_.host_id, site);
   message.set_rank(arrival.rank);
   message.set_core(arrival.core);
-  message.set_host_id(options_.host_id);
-  message.set_program(site.program);
-  message.set_launch(site.launch);
-  message.set_instruction(site.instruction);
-  message.set_kind(site.kind);
-  message.set_signature(site.signature);
-  for (int d : site.devices) message.add_group(d);
   *message.mutable_value() = contribution.ToProto();
 
   // What the wait report shows meanwhile: the coordinator knows the rest.
@@ -931,15 +941,8 @@ absl::StatusOr<Literal> CollectiveHub::GatherSuffix(
   // The last of this worker's cores: one arrival at the coordinator for all.
   meeting->complete = true;
   meetings_.erase(meeting->key);
-  tpu_emulator::Contribution message;
-  message.set_meeting(std::string(arrival.key));
-  message.set_host_id(options_.host_id);
-  message.set_program(site.program);
-  message.set_launch(site.launch);
-  message.set_instruction(site.instruction);
-  message.set_kind(site.kind);
-  message.set_signature(site.signature);
-  for (int d : site.devices) message.add_group(d);
+  tpu_emulator::Contribution message =
+      ContributionHeader(arrival.key, options_.host_id, site);
   message.set_suffix_fold(true);
   std::vector<int> mine;
   for (int r : meeting->fold_order) {

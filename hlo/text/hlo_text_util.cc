@@ -223,6 +223,25 @@ bool IsFloatType(xla::PrimitiveType type) {
          type == xla::F64 || IsMiniFloatType(type);
 }
 
+int TypeBitWidth(xla::PrimitiveType type) {
+  switch (type) {
+    case xla::PRED:
+      return 1;
+    case xla::F16:
+    case xla::BF16:
+      return 16;
+    case xla::F32:
+      return 32;
+    case xla::F64:
+    case xla::C64:
+      return 64;
+    case xla::C128:
+      return 128;
+    default:
+      return IsMiniFloatType(type) ? 8 : IntBitWidth(type);
+  }
+}
+
 int IntBitWidth(xla::PrimitiveType type) {
   switch (type) {
     case xla::S1:

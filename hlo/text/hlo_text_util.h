@@ -35,6 +35,9 @@ bool IsUnsignedIntType(xla::PrimitiveType type);
 bool IsMiniFloatType(xla::PrimitiveType type);
 // Bit width of signed/unsigned integer types; 0 for others.
 int IntBitWidth(xla::PrimitiveType type);
+// Bit width of any array type (pred 1, c64 64, the 4-bit types 4); 0 for
+// tuple, token and invalid types.
+int TypeBitWidth(xla::PrimitiveType type);
 
 // The comparison type XLA gives a compare of operands of `type` when the
 // text has no type= ("FLOAT", "SIGNED" or "UNSIGNED").

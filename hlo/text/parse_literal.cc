@@ -26,29 +26,10 @@ namespace {
 // LiteralProto field holds fewer than 2^31 bytes.
 constexpr int64_t kMaxElidedBytes = int64_t{1} << 30;
 
-// Bytes per value in the LiteralProto an elided literal fills (the narrow
-// and 8-bit types take one byte each).
+// Bytes per value in the LiteralProto an elided literal fills (pred and the
+// narrow types take one byte each).
 int64_t ElidedBytesPerValue(xla::PrimitiveType type) {
-  switch (type) {
-    case xla::C128:
-      return 16;
-    case xla::C64:
-    case xla::F64:
-    case xla::S64:
-    case xla::U64:
-      return 8;
-    case xla::F32:
-    case xla::S32:
-    case xla::U32:
-      return 4;
-    case xla::F16:
-    case xla::BF16:
-    case xla::S16:
-    case xla::U16:
-      return 2;
-    default:
-      return 1;
-  }
+  return std::max(1, TypeBitWidth(type) / 8);
 }
 
 // "nan" or "nan(0x<payload>)" after the sign; false if the payload is bad.

@@ -84,25 +84,6 @@ xla::PrimitiveType ComponentType(xla::PrimitiveType type) {
   return type;
 }
 
-int BitWidth(xla::PrimitiveType type) {
-  switch (type) {
-    case xla::PRED:
-      return 1;
-    case xla::F16:
-    case xla::BF16:
-      return 16;
-    case xla::F32:
-      return 32;
-    case xla::F64:
-    case xla::C64:
-      return 64;
-    case xla::C128:
-      return 128;
-    default:
-      return IsMiniFloatType(type) ? 8 : IntBitWidth(type);
-  }
-}
-
 // XLA's choice for dot and convolution without a preferred type: a floating
 // type over an integer one, else the wider.
 xla::PrimitiveType HigherPrecision(xla::PrimitiveType a, xla::PrimitiveType b) {
@@ -110,7 +91,7 @@ xla::PrimitiveType HigherPrecision(xla::PrimitiveType a, xla::PrimitiveType b) {
   const bool float_a = IsFloatType(a) || IsComplexType(a);
   const bool float_b = IsFloatType(b) || IsComplexType(b);
   if (float_a != float_b) return float_a ? a : b;
-  return BitWidth(a) >= BitWidth(b) ? a : b;
+  return TypeBitWidth(a) >= TypeBitWidth(b) ? a : b;
 }
 
 // Output size of one window dimension over an input of size `in`.
