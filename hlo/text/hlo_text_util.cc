@@ -327,6 +327,11 @@ bool HasNonDefaultMinorToMajor(const xla::ShapeProto& shape) {
 std::vector<int64_t> LogicalToPhysicalIndices(const xla::ShapeProto& shape) {
   std::vector<int64_t> result;
   if (!HasNonDefaultMinorToMajor(shape)) return result;
+  // Nothing to permute without elements, and no count at all for an
+  // unbounded ('?') dimension or on overflow (ElementCount < 0). Past this
+  // check every dimension is at least 1, so no partial stride overflows.
+  const int64_t count = ElementCount(shape);
+  if (count <= 0) return result;
   const int rank = shape.dimensions_size();
   std::vector<int64_t> strides(rank, 1);
   int64_t stride = 1;
@@ -334,7 +339,6 @@ std::vector<int64_t> LogicalToPhysicalIndices(const xla::ShapeProto& shape) {
     strides[dim] = stride;
     stride *= shape.dimensions(dim);
   }
-  const int64_t count = ElementCount(shape);
   result.resize(count);
   std::vector<int64_t> index(rank, 0);
   int64_t physical = 0;
