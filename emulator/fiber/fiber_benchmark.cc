@@ -11,6 +11,7 @@
 // is the speed-up.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -66,26 +67,34 @@ void Meet(std::atomic<int>& arrived, std::atomic<int>& generation,
   }
 }
 
-void BM_MeetingOf8Fibers(benchmark::State& state) {
-  Scheduler scheduler("bench", static_cast<int>(state.range(0)));
+// Times kParticipants meeting kMeetings times, each run by `run_all` (which
+// starts them and returns once all have finished); counter us_per_meeting.
+template <typename RunAll>
+void TimeMeetings(benchmark::State& state, RunAll run_all) {
   double total = 0;
   for (auto _ : state) {
     std::atomic<int> arrived{0};
     std::atomic<int> generation{0};
     WakeWord wake;
     const absl::Time start = absl::Now();
-    std::vector<std::unique_ptr<Fiber>> fibers;
-    for (int i = 0; i < kParticipants; ++i) {
-      fibers.push_back(
-          scheduler.Start([&] { Meet(arrived, generation, wake); }));
-    }
-    for (auto& f : fibers) f->Join();
+    run_all([&] { Meet(arrived, generation, wake); });
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
     state.SetIterationTime(seconds);
     total += seconds;
   }
   state.counters["us_per_meeting"] =
       total / state.iterations() / kMeetings * 1e6;
+}
+
+void BM_MeetingOf8Fibers(benchmark::State& state) {
+  Scheduler scheduler("bench", static_cast<int>(state.range(0)));
+  TimeMeetings(state, [&](const std::function<void()>& participant) {
+    std::vector<std::unique_ptr<Fiber>> fibers;
+    for (int i = 0; i < kParticipants; ++i) {
+      fibers.push_back(scheduler.Start(participant));
+    }
+    for (auto& f : fibers) f->Join();
+  });
 }
 BENCHMARK(BM_MeetingOf8Fibers)
     ->Arg(1)
@@ -94,23 +103,11 @@ BENCHMARK(BM_MeetingOf8Fibers)
     ->Unit(benchmark::kMillisecond);
 
 void BM_MeetingOf8Threads(benchmark::State& state) {
-  double total = 0;
-  for (auto _ : state) {
-    std::atomic<int> arrived{0};
-    std::atomic<int> generation{0};
-    WakeWord wake;
-    const absl::Time start = absl::Now();
+  TimeMeetings(state, [](const std::function<void()>& participant) {
     std::vector<std::thread> threads;
-    for (int i = 0; i < kParticipants; ++i) {
-      threads.emplace_back([&] { Meet(arrived, generation, wake); });
-    }
+    for (int i = 0; i < kParticipants; ++i) threads.emplace_back(participant);
     for (auto& t : threads) t.join();
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-    state.SetIterationTime(seconds);
-    total += seconds;
-  }
-  state.counters["us_per_meeting"] =
-      total / state.iterations() / kMeetings * 1e6;
+  });
 }
 BENCHMARK(BM_MeetingOf8Threads)->UseManualTime()->Unit(benchmark::kMillisecond);
 
